@@ -1,0 +1,71 @@
+import cookieParser from 'cookie-parser';
+import cors from 'cors';
+import express, { Router, type Express } from 'express';
+import helmet from 'helmet';
+import type { Redis } from 'ioredis';
+import { pinoHttp } from 'pino-http';
+import type { Config } from '../shared/config.js';
+import { pingMongo } from '../shared/clients/mongo.js';
+import { pingRedis } from '../shared/clients/redis.js';
+import { errorHandler, notFoundRoute } from '../shared/http/errors.js';
+import { healthRouter } from '../shared/http/health.js';
+import { requestId } from '../shared/http/request-id.js';
+import type { Logger } from '../shared/logger.js';
+import type { ApiDeps } from './deps.js';
+import { authenticate, credentialKey } from './middleware/authenticate.js';
+import { createRateLimits, rateLimitBy } from './middleware/rate-limit.js';
+import { openApiRoute } from './openapi.js';
+import { accountRoutes } from './routes/accounts.js';
+import { apiKeyRoutes } from './routes/api-keys.js';
+import { memberRoutes } from './routes/members.js';
+import { projectRoutes } from './routes/projects.js';
+import { settingsRoutes } from './routes/settings.js';
+import { mountRoutes, type AnyRoute } from './routing.js';
+
+export const JSON_BODY_LIMIT = '1mb';
+
+export interface ApiAppOptions {
+  config: Config;
+  logger: Logger;
+  /** A `fast` Redis client: rate-limit counters and readiness. */
+  redis: Redis;
+}
+
+export function createApiApp({ config, logger, redis }: ApiAppOptions): Express {
+  const deps: ApiDeps = { config, limits: createRateLimits(config, redis) };
+  const routes: AnyRoute[] = [
+    ...accountRoutes(deps),
+    ...memberRoutes(),
+    ...projectRoutes(deps),
+    ...apiKeyRoutes(),
+    ...settingsRoutes(),
+  ];
+  routes.push(openApiRoute(() => routes));
+
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('trust proxy', config.TRUST_PROXY_HOPS);
+  app.use(requestId);
+  app.use(pinoHttp({ logger, genReqId: (req) => (req as express.Request).requestId, quietReqLogger: true }));
+  app.use(helmet());
+  app.use(
+    cors({
+      origin: [config.DASHBOARD_ORIGIN],
+      credentials: true,
+      exposedHeaders: ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'],
+    }),
+  );
+  app.use(healthRouter({ mongo: pingMongo, redis: () => pingRedis(redis) }));
+
+  const v1 = Router();
+  v1.use(express.json({ limit: JSON_BODY_LIMIT }));
+  v1.use(cookieParser());
+  v1.use(rateLimitBy(deps.limits.api, credentialKey));
+  v1.use(authenticate(config));
+  mountRoutes(v1, routes);
+  app.use(v1);
+
+  app.use(notFoundRoute);
+  app.use(errorHandler(logger));
+  return app;
+}

@@ -1,0 +1,60 @@
+import type { Request, RequestHandler } from 'express';
+import type { Config } from '../../shared/config.js';
+import { AppError } from '../../shared/errors.js';
+import { resolveSession } from '../../shared/features/accounts/service.js';
+import { resolveApiKey } from '../../shared/features/api-keys/service.js';
+import { resolveDsn } from '../../shared/features/projects/service.js';
+import type { Principal } from '../../shared/principal.js';
+
+export const SESSION_COOKIE = 'slk_session';
+
+async function resolvePrincipal(req: Request, config: Config): Promise<Principal | undefined> {
+  const authorization = req.get('authorization');
+  if (authorization) {
+    const [scheme = '', value = ''] = authorization.trim().split(/\s+/, 2);
+    if (/^bearer$/i.test(scheme)) {
+      const key = await resolveApiKey(value);
+      if (!key) throw new AppError('unauthenticated', 'API key is invalid or revoked');
+      return { kind: 'api_key', ...key };
+    }
+    if (/^dsn$/i.test(scheme)) {
+      const dsn = await resolveDsn(value);
+      if (!dsn) throw new AppError('unauthenticated', 'DSN is invalid or revoked');
+      return { kind: 'dsn', ...dsn };
+    }
+    throw new AppError('unauthenticated', 'Authorization must be "Bearer <API key>" or "DSN <public key>"');
+  }
+  const token: unknown = req.cookies?.[SESSION_COOKIE];
+  if (typeof token === 'string' && token) {
+    // A cookie rides along on cross-site requests; only the dashboard's origin may use it.
+    if (req.get('origin') !== config.DASHBOARD_ORIGIN) {
+      throw new AppError('origin_rejected', 'cookie-authenticated requests must come from the dashboard origin');
+    }
+    const session = await resolveSession(token);
+    if (!session) throw new AppError('unauthenticated', 'session expired or signed out');
+    return { kind: 'session', ...session };
+  }
+  return undefined;
+}
+
+/**
+ * Resolves the caller's credential once per request. A bad credential is kept, not thrown, so that a
+ * route open to everyone (login, register) still works for a browser holding a stale cookie.
+ */
+export function authenticate(config: Config): RequestHandler {
+  return async (req, res, next) => {
+    try {
+      res.locals.principal = await resolvePrincipal(req, config);
+    } catch (error) {
+      if (!(error instanceof AppError)) throw error;
+      res.locals.credentialError = error;
+    }
+    next();
+  };
+}
+
+/** The rate-limit identity of a request: its credential when it presents one, else its address. */
+export function credentialKey(req: Request): string {
+  const credential = req.get('authorization') ?? (req.cookies?.[SESSION_COOKIE] as string | undefined);
+  return credential ? `credential:${credential}` : `ip:${req.ip}`;
+}

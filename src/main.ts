@@ -1,0 +1,71 @@
+/**
+ * One entry for every role: ROLE=all (default) runs api, ingest and workers in this process;
+ * ROLE=api|ingest|workers runs one. With MONGO_URL/REDIS_URL unset, local servers are reused or started.
+ */
+import { createApiApp } from './api/app.js';
+import { createIngestApp } from './ingest/app.js';
+import { connectMongo, disconnectMongo, ensureIndexes } from './shared/clients/mongo.js';
+import { closeRedis, createRedis } from './shared/clients/redis.js';
+import { ConfigError, loadConfig } from './shared/config.js';
+import { listen } from './shared/http/server.js';
+import { ensureLocalServices, LocalServiceError } from './shared/local-services.js';
+import { createLogger } from './shared/logger.js';
+import { startWorkers } from './workers/main.js';
+
+type Stop = [name: string, stop: () => Promise<unknown>];
+
+async function main() {
+  const config = loadConfig();
+  const logger = createLogger(config.LOG_LEVEL);
+  const urls = await ensureLocalServices({ dataDir: config.DATA_DIR, mongoUrl: config.MONGO_URL, redisUrl: config.REDIS_URL });
+
+  // Started in order; stopped in reverse: stop accepting, finish work, then close clients.
+  const stops: Stop[] = [];
+  await connectMongo(urls.mongoUrl, logger);
+  stops.push(['mongo', disconnectMongo]);
+  await ensureIndexes();
+  const fastRedis = createRedis(urls.redisUrl, 'fast', logger);
+  stops.push(['redis', () => closeRedis(fastRedis)]);
+
+  const runs = (role: string) => config.ROLE === 'all' || config.ROLE === role;
+  if (runs('workers')) {
+    const queueRedis = createRedis(urls.redisUrl, 'queue', logger);
+    stops.push(['queue redis', () => closeRedis(queueRedis)]);
+    stops.push(['workers', await startWorkers({ config, logger, redis: queueRedis })]);
+  }
+  if (runs('ingest')) {
+    const server = await listen(createIngestApp({ logger, redis: fastRedis }), config.INGEST_PORT, config.HOST);
+    stops.push(['ingest', server.close]);
+    logger.info({ port: server.port }, 'ingest listening');
+  }
+  if (runs('api')) {
+    const server = await listen(createApiApp({ config, logger, redis: fastRedis }), config.PORT, config.HOST);
+    stops.push(['api', server.close]);
+    logger.info({ port: server.port }, 'api listening');
+  }
+
+  let stopping = false;
+  const shutdown = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    const deadline = setTimeout(() => {
+      logger.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, config.SHUTDOWN_TIMEOUT_MS);
+    deadline.unref();
+    for (const [name, stop] of stops.reverse()) {
+      await stop().catch((error: unknown) => logger.error({ err: error, name }, 'error while stopping'));
+    }
+    logger.info('stopped');
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void shutdown('SIGTERM'));
+  process.on('SIGINT', () => void shutdown('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  const known = error instanceof ConfigError || error instanceof LocalServiceError;
+  process.stderr.write(`${known ? (error as Error).message : (error as Error).stack}\n`);
+  process.exit(1);
+});

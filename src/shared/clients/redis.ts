@@ -1,0 +1,38 @@
+import { Redis } from 'ioredis';
+import type { Logger } from '../logger.js';
+
+/**
+ * `queue`: BullMQ connections, which wait out outages (commands queue while offline).
+ * `fast`: rate-limit counters, caches and readiness, which must fail at once while Redis is down
+ * so callers fall back instead of hanging.
+ */
+export type RedisPurpose = 'queue' | 'fast';
+
+export function createRedis(url: string, purpose: RedisPurpose, logger: Logger): Redis {
+  const client = new Redis(url, {
+    lazyConnect: false,
+    connectTimeout: 2000,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
+    ...(purpose === 'queue'
+      ? { maxRetriesPerRequest: null }
+      : { enableOfflineQueue: false, maxRetriesPerRequest: 0 }),
+  });
+  let lastReport = 0;
+  client.on('error', (error) => {
+    // A down Redis emits an error per reconnect attempt; one line every 30 s is enough.
+    if (Date.now() - lastReport < 30_000) return;
+    lastReport = Date.now();
+    logger.warn({ err: error, purpose }, 'Redis connection error');
+  });
+  return client;
+}
+
+export async function pingRedis(client: Redis): Promise<void> {
+  if (client.status !== 'ready') throw new Error(`connection ${client.status}`);
+  await client.ping();
+}
+
+export async function closeRedis(client: Redis): Promise<void> {
+  if (client.status === 'end') return;
+  await client.quit().catch(() => client.disconnect());
+}

@@ -1,0 +1,62 @@
+import { z } from 'zod';
+
+const port = z.coerce.number().int().min(0).max(65535);
+const positiveInt = z.coerce.number().int().positive();
+const optionalUrl = z.url().optional().or(z.literal('').transform(() => undefined));
+
+const schema = z.object({
+  ROLE: z.enum(['all', 'api', 'ingest', 'workers']).default('all'),
+  HOST: z.string().default('0.0.0.0'),
+  PORT: port.default(8080),
+  INGEST_PORT: port.default(8081),
+  /** Unset: the local MongoDB-compatible server is started under DATA_DIR. */
+  MONGO_URL: optionalUrl,
+  /** Unset: the local Redis is reused or started. */
+  REDIS_URL: optionalUrl,
+  DATA_DIR: z.string().default('.data'),
+  DASHBOARD_ORIGIN: z.url().default('http://localhost:3000'),
+  /** Public URL of the API; also switches single sign-on on. */
+  API_PUBLIC_URL: optionalUrl,
+  /** Host written into DSN strings; defaults to http://localhost:<INGEST_PORT>. */
+  INGEST_PUBLIC_URL: optionalUrl,
+  SESSION_TTL_HOURS: positiveInt.default(720),
+  /** log2 of scrypt's N. 17 is the OWASP recommendation; tests lower it to stay fast. */
+  PASSWORD_HASH_COST: z.coerce.number().int().min(10).max(20).default(17),
+  /** Express "trust proxy" setting: how many proxy hops to trust for the client IP. */
+  TRUST_PROXY_HOPS: z.coerce.number().int().min(0).default(0),
+  RATE_LIMIT_LOGIN: positiveInt.default(10),
+  RATE_LIMIT_LOGIN_WINDOW_SECONDS: positiveInt.default(900),
+  RATE_LIMIT_REGISTER: positiveInt.default(20),
+  RATE_LIMIT_REGISTER_WINDOW_SECONDS: positiveInt.default(3600),
+  RATE_LIMIT_API: positiveInt.default(1200),
+  RATE_LIMIT_API_WINDOW_SECONDS: positiveInt.default(60),
+  /** Prefix of every BullMQ and cache key in Redis, so several deployments can share one Redis. */
+  REDIS_PREFIX: z.string().min(1).default('slk'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
+});
+
+type Env = z.infer<typeof schema>;
+
+export interface Config extends Readonly<Omit<Env, 'INGEST_PUBLIC_URL'>> {
+  readonly INGEST_PUBLIC_URL: string;
+  /** True when cookies must carry the Secure flag (the public URL is https). */
+  readonly secureCookies: boolean;
+}
+
+export class ConfigError extends Error {}
+
+/** The only reader of the environment: parses it once, fails listing every bad key, and freezes the result. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = schema.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((issue) => `  ${issue.path.join('.')}: ${issue.message}`);
+    throw new ConfigError(`invalid configuration:\n${lines.join('\n')}`);
+  }
+  const value = parsed.data;
+  return Object.freeze({
+    ...value,
+    INGEST_PUBLIC_URL: value.INGEST_PUBLIC_URL ?? `http://localhost:${value.INGEST_PORT}`,
+    secureCookies: value.API_PUBLIC_URL?.startsWith('https:') ?? false,
+  });
+}

@@ -1,0 +1,62 @@
+import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
+import { roles } from '../../principal.js';
+
+const userSchema = new Schema(
+  {
+    email: { type: String, required: true },
+    name: { type: String, default: '' },
+    passwordHash: { type: String, required: true },
+  },
+  { timestamps: true },
+);
+// login and registration look a user up by email; one account per address.
+userSchema.index({ email: 1 }, { unique: true });
+
+const organizationSchema = new Schema(
+  {
+    name: { type: String, required: true },
+    retentionDays: { type: Number, default: 30, min: 1, max: 365 },
+  },
+  { timestamps: true },
+);
+
+const membershipSchema = new Schema(
+  {
+    orgId: { type: Schema.Types.ObjectId, required: true },
+    email: { type: String, required: true },
+    /** Unset while the membership is a pending invite. */
+    userId: { type: Schema.Types.ObjectId, default: null },
+    role: { type: String, enum: roles, required: true },
+    status: { type: String, enum: ['active', 'invited'], required: true },
+    invitedBy: { type: Schema.Types.ObjectId, default: null },
+  },
+  { timestamps: true },
+);
+// the member list (paged by creation) and the one-membership-per-email-per-organisation rule.
+membershipSchema.index({ orgId: 1, email: 1 }, { unique: true });
+membershipSchema.index({ orgId: 1, createdAt: 1, _id: 1 });
+// resolving a signed-in user's organisation and role, and an invited email at registration.
+membershipSchema.index({ userId: 1 });
+membershipSchema.index({ email: 1, status: 1 });
+
+const sessionSchema = new Schema({
+  /** SHA-256 of the cookie value; the value itself is never stored. */
+  tokenHash: { type: String, required: true },
+  userId: { type: Schema.Types.ObjectId, required: true },
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  expiresAt: { type: Date, required: true },
+  createdAt: { type: Date, default: () => new Date() },
+});
+// every cookie-authenticated request resolves its session by token hash.
+sessionSchema.index({ tokenHash: 1 }, { unique: true });
+// revoking a removed member's sessions.
+sessionSchema.index({ userId: 1 });
+
+export const User = model('User', userSchema);
+export const Organization = model('Organization', organizationSchema);
+export const Membership = model('Membership', membershipSchema);
+export const Session = model('Session', sessionSchema);
+
+export type UserDoc = InferSchemaType<typeof userSchema> & { _id: Types.ObjectId; createdAt: Date };
+export type OrganizationDoc = InferSchemaType<typeof organizationSchema> & { _id: Types.ObjectId; createdAt: Date };
+export type MembershipDoc = InferSchemaType<typeof membershipSchema> & { _id: Types.ObjectId; createdAt: Date };

@@ -1,0 +1,205 @@
+import { Types } from 'mongoose';
+import type { z } from 'zod';
+import type { Config } from '../../config.js';
+import { AppError, isDuplicateKey, notFound } from '../../errors.js';
+import { paginate, parseId } from '../../paging.js';
+import { hasRole, type MemberPrincipal, type Role } from '../../principal.js';
+import { randomBase62, sha256 } from '../../secrets.js';
+import { auditAs, recordAudit } from '../audit/service.js';
+import { Membership, Organization, Session, User, type MembershipDoc, type OrganizationDoc, type UserDoc } from './model.js';
+import { decoyHash, hashPassword, verifyPassword } from './passwords.js';
+import type { accountJson, inviteBody, loginBody, memberJson, registerBody } from './schemas.js';
+
+const userJson = (user: UserDoc) => ({
+  id: user._id.toHexString(),
+  email: user.email,
+  name: user.name ?? '',
+  created_at: user.createdAt.toISOString(),
+});
+
+const organizationJson = (org: OrganizationDoc) => ({
+  id: org._id.toHexString(),
+  name: org.name,
+  created_at: org.createdAt.toISOString(),
+});
+
+function memberJsonOf(membership: MembershipDoc, user: UserDoc | undefined): z.infer<typeof memberJson> {
+  return {
+    id: membership._id.toHexString(),
+    email: membership.email,
+    name: user?.name ?? null,
+    user_id: membership.userId ? membership.userId.toHexString() : null,
+    role: membership.role,
+    status: membership.status,
+    created_at: membership.createdAt.toISOString(),
+  };
+}
+
+async function loadOrganization(orgId: Types.ObjectId): Promise<OrganizationDoc> {
+  const org = await Organization.findById(orgId).lean<OrganizationDoc>();
+  if (!org) throw notFound('organization');
+  return org;
+}
+
+/**
+ * Creates an account. An email with a pending invite joins the inviting organisation with the invited
+ * role; any other creates a new organisation owned by the new user. No session is created.
+ */
+export async function register(input: z.infer<typeof registerBody>, config: Config) {
+  if (await User.exists({ email: input.email })) throw new AppError('conflict', 'an account with that email already exists');
+  const passwordHash = await hashPassword(input.password, config.PASSWORD_HASH_COST);
+  let user: UserDoc;
+  try {
+    user = (await User.create({ email: input.email, name: input.name ?? '', passwordHash })).toObject() as UserDoc;
+  } catch (error) {
+    if (isDuplicateKey(error)) throw new AppError('conflict', 'an account with that email already exists');
+    throw error;
+  }
+  const invite = await Membership.findOneAndUpdate(
+    { email: input.email, status: 'invited' },
+    { $set: { status: 'active', userId: user._id } },
+    { sort: { createdAt: 1 }, returnDocument: 'after' },
+  ).lean<MembershipDoc>();
+  const actor = { type: 'user' as const, id: user._id };
+  if (invite) {
+    await recordAudit({ orgId: invite.orgId, actor, action: 'member.join', target: { type: 'member', id: invite._id } });
+    return { user: userJson(user), organization: organizationJson(await loadOrganization(invite.orgId)), role: invite.role };
+  }
+  const org = (await Organization.create({ name: input.organization ?? `${input.name || input.email.split('@')[0]}'s organization` })).toObject() as OrganizationDoc;
+  await Membership.create({ orgId: org._id, email: input.email, userId: user._id, role: 'owner', status: 'active' });
+  await recordAudit({ orgId: org._id, actor, action: 'organization.create', target: { type: 'organization', id: org._id } });
+  return { user: userJson(user), organization: organizationJson(org), role: 'owner' as Role };
+}
+
+/** The user's active membership; a pending invite for their email is accepted at this point. */
+async function activeMembership(user: UserDoc): Promise<MembershipDoc | null> {
+  const active = await Membership.findOne({ userId: user._id, status: 'active' }).lean<MembershipDoc>();
+  if (active) return active;
+  return Membership.findOneAndUpdate(
+    { email: user.email, status: 'invited' },
+    { $set: { status: 'active', userId: user._id } },
+    { sort: { createdAt: 1 }, returnDocument: 'after' },
+  ).lean<MembershipDoc>();
+}
+
+/** Checks credentials and opens a session. An unknown email costs one scrypt, like a wrong password. */
+export async function login(input: z.infer<typeof loginBody>, config: Config, ip: string | undefined) {
+  const user = await User.findOne({ email: input.email }).lean<UserDoc>();
+  const valid = await verifyPassword(input.password, user?.passwordHash ?? (await decoyHash(config.PASSWORD_HASH_COST)));
+  if (!user || !valid) throw new AppError('invalid_credentials', 'wrong email or password');
+  const membership = await activeMembership(user);
+  if (!membership) throw new AppError('forbidden', 'this account is not a member of any organization');
+  const token = randomBase62(32);
+  const session = await Session.create({
+    tokenHash: sha256(token),
+    userId: user._id,
+    orgId: membership.orgId,
+    expiresAt: new Date(Date.now() + config.SESSION_TTL_HOURS * 3_600_000),
+  });
+  await recordAudit({ orgId: membership.orgId, actor: { type: 'user', id: user._id }, action: 'session.login', target: { type: 'session', id: session._id }, ip });
+  const account: z.infer<typeof accountJson> = {
+    user: userJson(user),
+    organization: organizationJson(await loadOrganization(membership.orgId)),
+    role: membership.role,
+  };
+  return { account, token };
+}
+
+export async function logout(principal: MemberPrincipal, ip: string | undefined): Promise<void> {
+  if (principal.kind !== 'session') return;
+  await Session.deleteOne({ _id: principal.sessionId });
+  await auditAs(principal, ip)('session.logout', { type: 'session', id: principal.sessionId });
+}
+
+/** Resolves a session cookie to its user, organisation and current role; expired or removed: none. */
+export async function resolveSession(token: string) {
+  const session = await Session.findOne({ tokenHash: sha256(token) }).lean();
+  if (!session) return undefined;
+  if (session.expiresAt.getTime() <= Date.now()) {
+    await Session.deleteOne({ _id: session._id });
+    return undefined;
+  }
+  const membership = await Membership.findOne({ orgId: session.orgId, userId: session.userId, status: 'active' }).lean<MembershipDoc>();
+  if (!membership) return undefined;
+  return { sessionId: session._id, userId: session.userId, orgId: session.orgId, role: membership.role };
+}
+
+/** The role of a user in an organisation right now, or none when they are no longer an active member. */
+export async function currentRole(orgId: Types.ObjectId, userId: Types.ObjectId): Promise<Role | undefined> {
+  const membership = await Membership.findOne({ orgId, userId, status: 'active' }).lean<MembershipDoc>();
+  return membership?.role;
+}
+
+export async function me(principal: MemberPrincipal): Promise<z.infer<typeof accountJson>> {
+  const [user, org] = await Promise.all([User.findById(principal.userId).lean<UserDoc>(), loadOrganization(principal.orgId)]);
+  if (!user) throw notFound('user');
+  return { user: userJson(user), organization: organizationJson(org), role: principal.role };
+}
+
+export async function listMembers(orgId: Types.ObjectId, options: { limit: number; cursor?: string | undefined }) {
+  const page = await paginate(Membership, { orgId }, { sortField: 'createdAt', direction: 1, ...options });
+  const userIds = page.items.flatMap((m) => (m.userId ? [m.userId] : []));
+  const users = await User.find({ _id: { $in: userIds } }).lean<UserDoc[]>();
+  const byId = new Map(users.map((user) => [user._id.toHexString(), user]));
+  return {
+    data: page.items.map((m) => memberJsonOf(m as MembershipDoc, m.userId ? byId.get(m.userId.toHexString()) : undefined)),
+    next_cursor: page.nextCursor,
+  };
+}
+
+function assertMayGrant(principal: MemberPrincipal, role: Role) {
+  if (!hasRole(principal.role, role)) throw new AppError('forbidden', `only an ${role === 'owner' ? 'owner' : 'admin'} may grant the ${role} role`);
+}
+
+export async function inviteMember(principal: MemberPrincipal, input: z.infer<typeof inviteBody>, ip: string | undefined) {
+  assertMayGrant(principal, input.role);
+  const user = await User.findOne({ email: input.email }).lean<UserDoc>();
+  if (user && (await Membership.exists({ userId: user._id, status: 'active', orgId: { $ne: principal.orgId } }))) {
+    throw new AppError('conflict', 'that email belongs to a member of another organization');
+  }
+  let membership: MembershipDoc;
+  try {
+    membership = (
+      await Membership.create({ orgId: principal.orgId, email: input.email, role: input.role, status: 'invited', invitedBy: principal.userId })
+    ).toObject() as MembershipDoc;
+  } catch (error) {
+    if (isDuplicateKey(error)) throw new AppError('conflict', 'that email is already a member or invited');
+    throw error;
+  }
+  await auditAs(principal, ip)('member.invite', { type: 'member', id: membership._id }, { email: input.email, role: input.role });
+  return memberJsonOf(membership, undefined);
+}
+
+async function findMember(principal: MemberPrincipal, memberId: string): Promise<MembershipDoc> {
+  const membership = await Membership.findOne({ _id: parseId(memberId, 'member'), orgId: principal.orgId }).lean<MembershipDoc>();
+  if (!membership) throw notFound('member');
+  return membership;
+}
+
+async function assertNotLastOwner(membership: MembershipDoc) {
+  if (membership.role !== 'owner' || membership.status !== 'active') return;
+  const owners = await Membership.countDocuments({ orgId: membership.orgId, role: 'owner', status: 'active' });
+  if (owners <= 1) throw new AppError('conflict', 'the last owner cannot be removed or demoted');
+}
+
+export async function changeMemberRole(principal: MemberPrincipal, memberId: string, role: Role, ip: string | undefined) {
+  const membership = await findMember(principal, memberId);
+  assertMayGrant(principal, role);
+  assertMayGrant(principal, membership.role);
+  if (role !== 'owner') await assertNotLastOwner(membership);
+  const updated = await Membership.findByIdAndUpdate(membership._id, { $set: { role } }, { returnDocument: 'after' }).lean<MembershipDoc>();
+  if (!updated) throw notFound('member');
+  await auditAs(principal, ip)('member.role_change', { type: 'member', id: membership._id }, { from: membership.role, to: role });
+  const user = updated.userId ? await User.findById(updated.userId).lean<UserDoc>() : null;
+  return memberJsonOf(updated, user ?? undefined);
+}
+
+/** Removes a member or withdraws an invite; the member's sessions end with it. */
+export async function removeMember(principal: MemberPrincipal, memberId: string, ip: string | undefined): Promise<void> {
+  const membership = await findMember(principal, memberId);
+  assertMayGrant(principal, membership.role);
+  await assertNotLastOwner(membership);
+  await Membership.deleteOne({ _id: membership._id });
+  if (membership.userId) await Session.deleteMany({ userId: membership.userId, orgId: principal.orgId });
+  await auditAs(principal, ip)('member.remove', { type: 'member', id: membership._id }, { email: membership.email });
+}

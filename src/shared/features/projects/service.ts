@@ -1,0 +1,126 @@
+import { randomBytes } from 'node:crypto';
+import type { Types } from 'mongoose';
+import type { z } from 'zod';
+import type { Config } from '../../config.js';
+import { AppError, isDuplicateKey, notFound } from '../../errors.js';
+import { paginate, parseId } from '../../paging.js';
+import type { MemberPrincipal } from '../../principal.js';
+import { auditAs } from '../audit/service.js';
+import { Counter, Project, ProjectKey, type ProjectDoc, type ProjectKeyDoc } from './model.js';
+import type { createProjectBody, dsnJson, projectJson } from './schemas.js';
+
+const projectJsonOf = (project: ProjectDoc): z.infer<typeof projectJson> => ({
+  id: project._id.toHexString(),
+  name: project.name,
+  slug: project.slug,
+  number: project.number,
+  platform: project.platform ?? null,
+  session_replay: { enabled: project.replayCapture },
+  created_at: project.createdAt.toISOString(),
+});
+
+/** `http(s)://<public_key>@<ingest host>/<project number>`, from the ingest's public URL. */
+function dsnString(publicKey: string, projectNumber: number, ingestUrl: string): string {
+  const url = new URL(ingestUrl);
+  const path = url.pathname.replace(/\/$/, '');
+  return `${url.protocol}//${publicKey}@${url.host}${path}/${projectNumber}`;
+}
+
+function dsnJsonOf(key: ProjectKeyDoc, project: ProjectDoc, config: Config): z.infer<typeof dsnJson> {
+  return {
+    id: key._id.toHexString(),
+    project_id: project._id.toHexString(),
+    label: key.label,
+    public_key: key.publicKey,
+    dsn: dsnString(key.publicKey, project.number, config.INGEST_PUBLIC_URL),
+    otlp: { endpoint: config.INGEST_PUBLIC_URL.replace(/\/$/, ''), headers: { Authorization: `Bearer ${key.publicKey}` } },
+    created_at: key.createdAt.toISOString(),
+  };
+}
+
+const slugify = (name: string) =>
+  name
+    .toLowerCase()
+    .normalize('NFKD')
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 50) || 'project';
+
+async function nextProjectNumber(): Promise<number> {
+  const counter = await Counter.findOneAndUpdate({ _id: 'project_number' }, { $inc: { seq: 1 } }, { upsert: true, returnDocument: 'after' }).lean();
+  return counter!.seq;
+}
+
+/** Another organisation's project answers exactly like a missing one. */
+export async function findProject(orgId: Types.ObjectId, projectId: string): Promise<ProjectDoc> {
+  const project = await Project.findOne({ _id: parseId(projectId, 'project'), orgId }).lean<ProjectDoc>();
+  if (!project) throw notFound('project');
+  return project;
+}
+
+export async function listProjects(orgId: Types.ObjectId, options: { limit: number; cursor?: string | undefined }) {
+  const page = await paginate(Project, { orgId }, { sortField: 'createdAt', direction: 1, ...options });
+  return { data: page.items.map((p) => projectJsonOf(p as ProjectDoc)), next_cursor: page.nextCursor };
+}
+
+export const getProject = async (orgId: Types.ObjectId, projectId: string) => projectJsonOf(await findProject(orgId, projectId));
+
+async function createKey(principal: MemberPrincipal, project: ProjectDoc, label: string | undefined, ip: string | undefined) {
+  // 128 random bits as 32 hex characters: the shape Sentry SDKs expect of a public key.
+  const key = (
+    await ProjectKey.create({ orgId: project.orgId, projectId: project._id, publicKey: randomBytes(16).toString('hex'), label, createdBy: principal.userId })
+  ).toObject() as ProjectKeyDoc;
+  await auditAs(principal, ip)('dsn.issue', { type: 'dsn', id: key._id }, { project_id: project._id.toHexString() });
+  return key;
+}
+
+/** Creates a project with its numeric ingest number and a first DSN, as Sentry does. */
+export async function createProject(principal: MemberPrincipal, input: z.infer<typeof createProjectBody>, ip: string | undefined) {
+  let project: ProjectDoc;
+  try {
+    project = (
+      await Project.create({ orgId: principal.orgId, name: input.name, slug: slugify(input.name), number: await nextProjectNumber(), platform: input.platform ?? null })
+    ).toObject() as ProjectDoc;
+  } catch (error) {
+    if (isDuplicateKey(error)) throw new AppError('conflict', 'a project with that name already exists');
+    throw error;
+  }
+  await auditAs(principal, ip)('project.create', { type: 'project', id: project._id }, { name: project.name });
+  await createKey(principal, project, undefined, ip);
+  return projectJsonOf(project);
+}
+
+export async function listDsns(orgId: Types.ObjectId, projectId: string, config: Config, options: { limit: number; cursor?: string | undefined }) {
+  const project = await findProject(orgId, projectId);
+  const page = await paginate(ProjectKey, { projectId: project._id, revokedAt: null }, { sortField: 'createdAt', direction: 1, ...options });
+  return { data: page.items.map((key) => dsnJsonOf(key as ProjectKeyDoc, project, config)), next_cursor: page.nextCursor };
+}
+
+export async function issueDsn(principal: MemberPrincipal, projectId: string, label: string | undefined, config: Config, ip: string | undefined) {
+  const project = await findProject(principal.orgId, projectId);
+  return dsnJsonOf(await createKey(principal, project, label, ip), project, config);
+}
+
+export async function revokeDsn(principal: MemberPrincipal, projectId: string, keyId: string, ip: string | undefined): Promise<void> {
+  const project = await findProject(principal.orgId, projectId);
+  const key = await ProjectKey.findOneAndUpdate(
+    { _id: parseId(keyId, 'DSN'), projectId: project._id, revokedAt: null },
+    { $set: { revokedAt: new Date() } },
+  ).lean<ProjectKeyDoc>();
+  if (!key) throw notFound('DSN');
+  await auditAs(principal, ip)('dsn.revoke', { type: 'dsn', id: key._id }, { project_id: project._id.toHexString() });
+}
+
+export async function setReplayCapture(principal: MemberPrincipal, projectId: string, enabled: boolean, ip: string | undefined) {
+  const project = await findProject(principal.orgId, projectId);
+  const updated = await Project.findByIdAndUpdate(project._id, { $set: { replayCapture: enabled } }, { returnDocument: 'after' }).lean<ProjectDoc>();
+  if (!updated) throw notFound('project');
+  await auditAs(principal, ip)('project.session_replay', { type: 'project', id: project._id }, { enabled });
+  return projectJsonOf(updated);
+}
+
+/** A live DSN's organisation and project; revoked or unknown keys resolve to nothing. */
+export async function resolveDsn(publicKey: string) {
+  const key = await ProjectKey.findOne({ publicKey, revokedAt: null }).lean<ProjectKeyDoc>();
+  return key ? { orgId: key.orgId, projectId: key.projectId, keyId: key._id } : undefined;
+}

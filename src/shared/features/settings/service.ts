@@ -1,0 +1,31 @@
+import type { Types } from 'mongoose';
+import type { z } from 'zod';
+import { notFound } from '../../errors.js';
+import type { MemberPrincipal } from '../../principal.js';
+import { Organization, type OrganizationDoc } from '../accounts/model.js';
+import { auditAs } from '../audit/service.js';
+import type { settingsJson, settingsPatchBody } from './schemas.js';
+
+const settingsJsonOf = (org: OrganizationDoc): z.infer<typeof settingsJson> => ({
+  organization: { id: org._id.toHexString(), name: org.name },
+  retention_days: org.retentionDays,
+});
+
+export async function getSettings(orgId: Types.ObjectId) {
+  const org = await Organization.findById(orgId).lean<OrganizationDoc>();
+  if (!org) throw notFound('organization');
+  return settingsJsonOf(org);
+}
+
+export async function updateSettings(principal: MemberPrincipal, input: z.infer<typeof settingsPatchBody>, ip: string | undefined) {
+  const before = await Organization.findById(principal.orgId).lean<OrganizationDoc>();
+  if (!before) throw notFound('organization');
+  const changes = { ...(input.name !== undefined && { name: input.name }), ...(input.retention_days !== undefined && { retentionDays: input.retention_days }) };
+  const after = await Organization.findByIdAndUpdate(principal.orgId, { $set: changes }, { returnDocument: 'after' }).lean<OrganizationDoc>();
+  if (!after) throw notFound('organization');
+  await auditAs(principal, ip)('settings.update', { type: 'organization', id: principal.orgId }, {
+    ...(input.name !== undefined && { name: { from: before.name, to: after.name } }),
+    ...(input.retention_days !== undefined && { retention_days: { from: before.retentionDays, to: after.retentionDays } }),
+  });
+  return settingsJsonOf(after);
+}

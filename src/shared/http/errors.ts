@@ -1,0 +1,44 @@
+import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { AppError, isDuplicateKey, type ErrorCode } from '../errors.js';
+import type { Logger } from '../logger.js';
+
+/** Errors raised by Express's body parsers, by their `type`. */
+const parserErrors: Record<string, { code: ErrorCode; message: string }> = {
+  'entity.too.large': { code: 'payload_too_large', message: 'request body is over its size limit' },
+  'entity.parse.failed': { code: 'invalid_request', message: 'request body is not valid JSON' },
+  'encoding.unsupported': { code: 'unsupported_media_type', message: 'unsupported content encoding' },
+  'charset.unsupported': { code: 'unsupported_media_type', message: 'unsupported charset' },
+  'request.aborted': { code: 'invalid_request', message: 'request aborted' },
+};
+
+export function toAppError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  if (isDuplicateKey(error)) return new AppError('conflict', 'that already exists', { cause: error });
+  const type = (error as { type?: unknown } | null)?.type;
+  const parser = typeof type === 'string' ? parserErrors[type] : undefined;
+  if (parser) return new AppError(parser.code, parser.message, { cause: error });
+  return new AppError('internal_error', 'internal error', { cause: error });
+}
+
+export const notFoundRoute: RequestHandler = (req) => {
+  throw new AppError('not_found', `no route for ${req.method} ${req.path}`);
+};
+
+/** The one place an error becomes a response: CONTRACT.md's body, never internals. */
+export function errorHandler(logger: Logger): ErrorRequestHandler {
+  return (error, req, res, _next) => {
+    const appError = toAppError(error);
+    if (appError.code === 'internal_error') logger.error({ err: error }, 'unhandled error');
+    if (res.headersSent) {
+      res.end();
+      return;
+    }
+    for (const [name, value] of Object.entries(appError.headers ?? {})) res.setHeader(name, value);
+    res.status(appError.status).json({
+      code: appError.code,
+      message: appError.message,
+      request_id: req.requestId,
+      ...(appError.details && { details: appError.details }),
+    });
+  };
+}

@@ -1,0 +1,190 @@
+/**
+ * The embedded default: with no MONGO_URL/REDIS_URL, `npm start` and `npm test` reuse a Redis and a
+ * MongoDB-compatible server already listening on loopback, or start them with their data under DATA_DIR.
+ * Started servers are left running in the background (their logs are in DATA_DIR/logs), so the next
+ * start reuses them. Anything that cannot be had fails with a message that says what to do.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { cpSync, chmodSync, existsSync, mkdirSync, openSync, writeFileSync, rmSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { delimiter, join, resolve } from 'node:path';
+import { Redis } from 'ioredis';
+import { mongo } from 'mongoose';
+
+const { MongoClient } = mongo;
+
+export const LOCAL_REDIS_PORT = 6379;
+export const LOCAL_MONGO_PORT = 27017;
+const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
+const FERRETDB_VERSION = 'v1.24.2';
+
+export interface LocalServices {
+  mongoUrl: string;
+  redisUrl: string;
+}
+
+export class LocalServiceError extends Error {}
+
+const say = (message: string) => process.stderr.write(`[local-services] ${message}\n`);
+
+async function redisAnswers(port: number): Promise<boolean> {
+  const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, connectTimeout: 1000, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return (await client.ping()) === 'PONG';
+  } catch {
+    return false;
+  } finally {
+    client.disconnect();
+  }
+}
+
+async function mongoAnswers(port: number): Promise<boolean> {
+  const client = new MongoClient(`mongodb://127.0.0.1:${port}`, { serverSelectionTimeoutMS: 1000, directConnection: true });
+  try {
+    await client.db('admin').command({ ping: 1 });
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.close();
+  }
+}
+
+async function waitFor(check: () => Promise<boolean>, what: string, logFile: string, child: ChildProcess, seconds = 30) {
+  const deadline = Date.now() + seconds * 1000;
+  while (Date.now() < deadline) {
+    if (await check()) return;
+    if (child.exitCode !== null) throw new LocalServiceError(`${what} exited with code ${child.exitCode}; see ${logFile}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new LocalServiceError(`${what} did not start within ${seconds}s; see ${logFile}`);
+}
+
+function which(command: string): string | undefined {
+  for (const dir of (process.env.PATH ?? '').split(delimiter)) {
+    const candidate = join(dir, command);
+    if (dir && existsSync(candidate)) return candidate;
+  }
+  return undefined;
+}
+
+function startDetached(command: string, args: string[], logFile: string): ChildProcess {
+  const out = openSync(logFile, 'a');
+  const child = spawn(command, args, { detached: true, stdio: ['ignore', out, out] });
+  child.unref();
+  return child;
+}
+
+/** A binary that cannot print its version (a broken or foreign build) is not used. */
+function works(binary: string): boolean {
+  try {
+    execFileSync(binary, ['--version'], { stdio: 'ignore', timeout: 10_000 });
+    return true;
+  } catch {
+    say(`${binary} does not run (--version failed); not using it`);
+    return false;
+  }
+}
+
+function run(command: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}) {
+  return execFileSync(command, args, { stdio: ['ignore', 'pipe', 'inherit'], ...options }).toString();
+}
+
+function installRedis(): string {
+  if (process.getuid?.() !== 0 || !which('apt-get')) {
+    throw new LocalServiceError('redis-server is not installed: install it (Debian: apt-get install redis-server) or set REDIS_URL');
+  }
+  say('redis-server not found; installing it from Debian packages (apt-get install redis-server)');
+  run('apt-get', ['update', '-qq']);
+  run('apt-get', ['install', '-y', '-qq', 'redis-server'], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  const installed = which('redis-server') ?? (existsSync('/usr/bin/redis-server') ? '/usr/bin/redis-server' : undefined);
+  if (!installed) throw new LocalServiceError('apt-get ran but redis-server is still missing; set REDIS_URL');
+  return installed;
+}
+
+async function ensureRedis(dataDir: string): Promise<string> {
+  const url = `redis://127.0.0.1:${LOCAL_REDIS_PORT}`;
+  if (await redisAnswers(LOCAL_REDIS_PORT)) {
+    say(`reusing Redis already listening on ${url}`);
+    return url;
+  }
+  const binary = which('redis-server') ?? installRedis();
+  const dir = join(dataDir, 'redis');
+  const logFile = join(dataDir, 'logs', 'redis.log');
+  mkdirSync(dir, { recursive: true });
+  say(`starting ${binary} on ${url} (data in ${dir}, log in ${logFile})`);
+  const child = startDetached(
+    binary,
+    ['--bind', '127.0.0.1', '--port', String(LOCAL_REDIS_PORT), '--dir', dir, '--appendonly', 'yes', '--maxmemory-policy', 'noeviction'],
+    logFile,
+  );
+  await waitFor(() => redisAnswers(LOCAL_REDIS_PORT), 'Redis', logFile, child);
+  return url;
+}
+
+/** `go install …@version` needs the proxy's version list, so the pinned module is downloaded and built in place. */
+function buildFerretDB(dataDir: string): string {
+  const go = which('go') ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  if (!go) {
+    throw new LocalServiceError('no MongoDB-compatible server: put mongod or ferretdb on PATH, install Go to build FerretDB, or set MONGO_URL');
+  }
+  const target = join(dataDir, 'bin', 'ferretdb');
+  const source = join(dataDir, 'build', 'ferretdb');
+  say(`building FerretDB ${FERRETDB_VERSION} with ${go} into ${target} (once; takes a minute or two)`);
+  const env = { ...process.env, GOFLAGS: '-mod=mod', GO111MODULE: 'on' };
+  const module = JSON.parse(run(go, ['mod', 'download', '-json', `${FERRETDB_MODULE}@${FERRETDB_VERSION}`], { cwd: dataDir, env })) as { Dir?: string };
+  if (!module.Dir) throw new LocalServiceError(`go mod download of ${FERRETDB_MODULE}@${FERRETDB_VERSION} returned no directory`);
+  rmSync(source, { recursive: true, force: true });
+  cpSync(module.Dir, source, { recursive: true });
+  chmodSync(source, 0o755);
+  run('chmod', ['-R', 'u+w', source]);
+  // The release's version stamp is generated by its own build tooling, which the module archive does not carry.
+  writeFileSync(join(source, 'build', 'version', 'version.txt'), `${FERRETDB_VERSION}\n`);
+  run(go, ['build', '-o', resolve(target), './cmd/ferretdb'], { cwd: source, env });
+  rmSync(source, { recursive: true, force: true });
+  return target;
+}
+
+async function ensureMongo(dataDir: string): Promise<string> {
+  const url = `mongodb://127.0.0.1:${LOCAL_MONGO_PORT}`;
+  if (await mongoAnswers(LOCAL_MONGO_PORT)) {
+    say(`reusing the MongoDB-compatible server already listening on ${url}`);
+    return url;
+  }
+  const mongod = which('mongod');
+  if (mongod) {
+    const dir = join(dataDir, 'mongo');
+    const logFile = join(dataDir, 'logs', 'mongod.log');
+    mkdirSync(dir, { recursive: true });
+    say(`starting ${mongod} on ${url} (data in ${dir})`);
+    const child = startDetached(mongod, ['--bind_ip', '127.0.0.1', '--port', String(LOCAL_MONGO_PORT), '--dbpath', dir], logFile);
+    await waitFor(() => mongoAnswers(LOCAL_MONGO_PORT), 'mongod', logFile, child);
+    return url;
+  }
+  const built = join(dataDir, 'bin', 'ferretdb');
+  const goBin = join(homedir(), 'go', 'bin', 'ferretdb');
+  const candidates = [built, which('ferretdb'), goBin].filter((path): path is string => !!path && existsSync(path));
+  const ferretdb = candidates.find(works) ?? buildFerretDB(dataDir);
+  const dir = join(dataDir, 'ferretdb');
+  const logFile = join(dataDir, 'logs', 'ferretdb.log');
+  mkdirSync(dir, { recursive: true });
+  say(`starting FerretDB (${ferretdb}) with its SQLite backend on ${url} (data in ${dir})`);
+  const child = startDetached(
+    ferretdb,
+    ['--handler=sqlite', `--sqlite-url=file:${resolve(dir)}/`, `--listen-addr=127.0.0.1:${LOCAL_MONGO_PORT}`, '--telemetry=disable', '--log-level=warn'],
+    logFile,
+  );
+  await waitFor(() => mongoAnswers(LOCAL_MONGO_PORT), 'FerretDB', logFile, child);
+  return url;
+}
+
+/** Resolves the URLs to use: configured ones as given, missing ones from local servers (reused or started). */
+export async function ensureLocalServices(options: { dataDir: string; mongoUrl?: string; redisUrl?: string }): Promise<LocalServices> {
+  const dataDir = resolve(options.dataDir);
+  mkdirSync(join(dataDir, 'logs'), { recursive: true });
+  const redisUrl = options.redisUrl ?? (await ensureRedis(dataDir));
+  const mongoUrl = options.mongoUrl ?? `${await ensureMongo(dataDir)}/sluice`;
+  return { mongoUrl, redisUrl };
+}

@@ -1,0 +1,34 @@
+import { Queue, Worker, type Processor } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { requestContext } from '../shared/context.js';
+import type { Config } from '../shared/config.js';
+import type { Logger } from '../shared/logger.js';
+import type { QueueName } from '../shared/queues.js';
+import { maintenanceProcessor } from './processors/maintenance.js';
+
+/** Schedules are declared here and upserted at start, so any number of worker processes run each tick once. */
+const schedules = [{ queue: 'maintenance', id: 'cleanup', every: 3_600_000, job: 'cleanup' }] as const;
+
+export async function startWorkers({ config, logger, redis }: { config: Config; logger: Logger; redis: Redis }) {
+  const processors: Record<QueueName, Processor> = { maintenance: maintenanceProcessor(logger) };
+  const connection = { connection: redis, prefix: config.REDIS_PREFIX };
+  const queues = new Map<QueueName, Queue>();
+  const queue = (name: QueueName) => {
+    if (!queues.has(name)) queues.set(name, new Queue(name, connection));
+    return queues.get(name)!;
+  };
+  for (const schedule of schedules) {
+    await queue(schedule.queue).upsertJobScheduler(schedule.id, { every: schedule.every }, { name: schedule.job, data: {} });
+  }
+  const workers = Object.entries(processors).map(([name, processor]) => {
+    const worker = new Worker(name, (job, token) => requestContext.run({ jobId: job.id }, () => processor(job, token)), connection);
+    worker.on('failed', (job, error) => logger.error({ err: error, queue: name, job: job?.name }, 'job failed'));
+    worker.on('error', (error) => logger.error({ err: error, queue: name }, 'worker error'));
+    return worker;
+  });
+  logger.info({ queues: workers.map((w) => w.name) }, 'workers started');
+  return async () => {
+    await Promise.all(workers.map((worker) => worker.close()));
+    await Promise.all([...queues.values()].map((q) => q.close()));
+  };
+}

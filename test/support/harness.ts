@@ -1,0 +1,89 @@
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import mongoose from 'mongoose';
+import { createApiApp } from '../../src/api/app.js';
+import { createIngestApp } from '../../src/ingest/app.js';
+import { connectMongo, ensureIndexes } from '../../src/shared/clients/mongo.js';
+import { closeRedis, createRedis } from '../../src/shared/clients/redis.js';
+import { loadConfig, type Config } from '../../src/shared/config.js';
+import { listen, type RunningServer } from '../../src/shared/http/server.js';
+import { createLogger, type Logger } from '../../src/shared/logger.js';
+import { Client } from './http.js';
+
+export const DASHBOARD_ORIGIN = 'http://dashboard.test';
+
+/** Log lines a harness captured, so tests can assert what never reaches a log. */
+export class LogCapture extends Writable {
+  readonly lines: string[] = [];
+  override _write(chunk: Buffer, _encoding: string, done: () => void) {
+    this.lines.push(chunk.toString());
+    done();
+  }
+  get text() {
+    return this.lines.join('');
+  }
+}
+
+let connected: Promise<string> | undefined;
+
+/** One database per test file, dropped when the file's last harness closes. */
+function connectTestDatabase(logger: Logger): Promise<string> {
+  connected ??= (async () => {
+    const name = `slk_test_${process.env.JEST_WORKER_ID ?? '0'}_${randomBytes(4).toString('hex')}`;
+    await connectMongo(`${process.env.TEST_MONGO_URL!.replace(/\/[^/]*$/, '')}/${name}`, logger);
+    await ensureIndexes();
+    return name;
+  })();
+  return connected;
+}
+
+export async function dropTestDatabase(): Promise<void> {
+  if (!connected) return;
+  await connected;
+  await mongoose.connection.dropDatabase();
+  await mongoose.disconnect();
+  connected = undefined;
+}
+
+export interface Harness {
+  config: Config;
+  logs: LogCapture;
+  api: Client;
+  ingest: Client;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts the API and ingest apps on port 0 against the real MongoDB-compatible server and Redis.
+ * `env` overrides configuration, e.g. a low rate limit or an unreachable REDIS_URL.
+ */
+export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+  const config = loadConfig({
+    MONGO_URL: process.env.TEST_MONGO_URL,
+    REDIS_URL: process.env.TEST_REDIS_URL,
+    REDIS_PREFIX: `slk_test_${randomBytes(6).toString('hex')}`,
+    DASHBOARD_ORIGIN,
+    PASSWORD_HASH_COST: '12',
+    LOG_LEVEL: 'info',
+    ...env,
+  });
+  const logs = new LogCapture();
+  const logger = createLogger(config.LOG_LEVEL, logs);
+  await connectTestDatabase(logger);
+  const redis = createRedis(config.REDIS_URL!, 'fast', logger);
+  const servers: RunningServer[] = [
+    await listen(createApiApp({ config, logger, redis }), 0, '127.0.0.1'),
+    await listen(createIngestApp({ logger, redis }), 0, '127.0.0.1'),
+  ];
+  const [api, ingest] = servers.map((s) => new Client(`http://127.0.0.1:${s.port}`)) as [Client, Client];
+  return {
+    config,
+    logs,
+    api,
+    ingest,
+    close: async () => {
+      await Promise.all(servers.map((s) => s.close()));
+      await closeRedis(redis);
+    },
+  };
+}
