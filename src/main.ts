@@ -5,7 +5,7 @@
 import { createApiApp } from './api/app.js';
 import { createIngestApp } from './ingest/app.js';
 import { connectMongo, disconnectMongo, ensureIndexes } from './shared/clients/mongo.js';
-import { closeRedis, createRedis } from './shared/clients/redis.js';
+import { closeRedis, createRedis, redisReady } from './shared/clients/redis.js';
 import { ConfigError, loadConfig } from './shared/config.js';
 import { listen } from './shared/http/server.js';
 import { ensureLocalServices, LocalServiceError } from './shared/local-services.js';
@@ -26,6 +26,7 @@ async function main() {
   await ensureIndexes();
   const fastRedis = createRedis(urls.redisUrl, 'fast', logger);
   stops.push(['redis', () => closeRedis(fastRedis)]);
+  if (!(await redisReady(fastRedis, 5000))) logger.warn('Redis is not reachable; starting anyway (rate limits fall back to per-process counters)');
 
   const runs = (role: string) => config.ROLE === 'all' || config.ROLE === role;
   if (runs('workers')) {

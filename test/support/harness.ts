@@ -4,7 +4,7 @@ import mongoose from 'mongoose';
 import { createApiApp } from '../../src/api/app.js';
 import { createIngestApp } from '../../src/ingest/app.js';
 import { connectMongo, ensureIndexes } from '../../src/shared/clients/mongo.js';
-import { closeRedis, createRedis } from '../../src/shared/clients/redis.js';
+import { closeRedis, createRedis, redisReady } from '../../src/shared/clients/redis.js';
 import { loadConfig, type Config } from '../../src/shared/config.js';
 import { listen, type RunningServer } from '../../src/shared/http/server.js';
 import { createLogger, type Logger } from '../../src/shared/logger.js';
@@ -71,6 +71,7 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
   const logger = createLogger(config.LOG_LEVEL, logs);
   await connectTestDatabase(logger);
   const redis = createRedis(config.REDIS_URL!, 'fast', logger);
+  await redisReady(redis, 2000);
   const servers: RunningServer[] = [
     await listen(createApiApp({ config, logger, redis }), 0, '127.0.0.1'),
     await listen(createIngestApp({ logger, redis }), 0, '127.0.0.1'),

@@ -36,3 +36,21 @@ export async function closeRedis(client: Redis): Promise<void> {
   if (client.status === 'end') return;
   await client.quit().catch(() => client.disconnect());
 }
+
+/**
+ * Waits up to `timeoutMs` for the first connection. Serving before it would count rate limits in the
+ * in-process fallback first and in Redis afterwards; a Redis still down after the wait is served around.
+ */
+export async function redisReady(client: Redis, timeoutMs: number): Promise<boolean> {
+  if (client.status === 'ready') return true;
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => finish(false), timeoutMs);
+    const onReady = () => finish(true);
+    function finish(ready: boolean) {
+      clearTimeout(timer);
+      client.off('ready', onReady);
+      resolve(ready);
+    }
+    client.on('ready', onReady);
+  });
+}
