@@ -1,9 +1,9 @@
-/** Tests run as ES modules (the service is ESM); @swc/jest strips types, `npm run typecheck` checks them. */
+/** Tests run as ES modules (the service is ESM); Babel only strips types, `npm run typecheck` checks them. */
 export default {
   testEnvironment: 'node',
   extensionsToTreatAsEsm: ['.ts'],
   transform: {
-    '^.+\\.ts$': ['@swc/jest', { jsc: { parser: { syntax: 'typescript' }, target: 'es2022' }, module: { type: 'es6' } }],
+    '^.+\\.ts$': ['babel-jest', { presets: [['@babel/preset-typescript', { onlyRemoveTypeImports: true }]], babelrc: false, configFile: false }],
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/test/**/*.test.ts'],

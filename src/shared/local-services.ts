@@ -173,7 +173,7 @@ async function ensureMongo(dataDir: string): Promise<string> {
   say(`starting FerretDB (${ferretdb}) with its SQLite backend on ${url} (data in ${dir})`);
   const child = startDetached(
     ferretdb,
-    ['--handler=sqlite', `--sqlite-url=file:${resolve(dir)}/`, `--listen-addr=127.0.0.1:${LOCAL_MONGO_PORT}`, '--telemetry=disable', '--log-level=warn'],
+    ['--handler=sqlite', `--sqlite-url=file:${resolve(dir)}/`, `--listen-addr=127.0.0.1:${LOCAL_MONGO_PORT}`, '--telemetry=disable', `--state-dir=${resolve(dir)}`, '--debug-addr=-', '--log-level=warn'],
     logFile,
   );
   await waitFor(() => mongoAnswers(LOCAL_MONGO_PORT), 'FerretDB', logFile, child);
@@ -183,7 +183,7 @@ async function ensureMongo(dataDir: string): Promise<string> {
 /** Resolves the URLs to use: configured ones as given, missing ones from local servers (reused or started). */
 export async function ensureLocalServices(options: { dataDir: string; mongoUrl?: string; redisUrl?: string }): Promise<LocalServices> {
   const dataDir = resolve(options.dataDir);
-  mkdirSync(join(dataDir, 'logs'), { recursive: true });
+  if (!options.redisUrl || !options.mongoUrl) mkdirSync(join(dataDir, 'logs'), { recursive: true });
   const redisUrl = options.redisUrl ?? (await ensureRedis(dataDir));
   const mongoUrl = options.mongoUrl ?? `${await ensureMongo(dataDir)}/sluice`;
   return { mongoUrl, redisUrl };
