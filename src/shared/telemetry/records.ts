@@ -1,0 +1,160 @@
+import { z } from 'zod';
+
+/**
+ * The internal telemetry records that every ingest format (OTLP, Sentry) is normalised into before it
+ * is batched onto a queue. They must survive a JSON round trip through Redis: numbers are finite, there are
+ * no bigints, and an optional field left undefined simply disappears.
+ */
+
+/** Where a record came from; the worker treats both alike, views may show it. */
+export const telemetrySource = z.enum(['otlp', 'sentry']);
+
+/** OTel attribute values: primitives or homogeneous arrays, which may hold nulls (the OTel spec keeps them). */
+export const attributeValue = z.union([
+  z.string(),
+  z.number(),
+  z.boolean(),
+  z.array(z.union([z.string(), z.number(), z.boolean(), z.null()])),
+]);
+/** Flat by design: nested key/value lists arrive flattened into dotted keys. */
+export const attributes = z.record(z.string(), attributeValue);
+
+export const traceId = z.string().regex(/^[0-9a-f]{32}$/, '32 lowercase hex characters');
+export const spanId = z.string().regex(/^[0-9a-f]{16}$/, '16 lowercase hex characters');
+
+export const spanKinds = ['internal', 'server', 'client', 'producer', 'consumer'] as const;
+export const spanStatuses = ['unset', 'ok', 'error'] as const;
+export const spanCategories = ['http', 'db', 'messaging', 'other'] as const;
+
+export const spanEvent = z.object({ name: z.string(), timeMs: z.number(), attributes });
+export const spanLink = z.object({ traceId, spanId, attributes });
+
+export const spanRecord = z.object({
+  traceId,
+  spanId,
+  parentSpanId: spanId.nullable(),
+  name: z.string(),
+  kind: z.enum(spanKinds),
+  /** `service.name` of the resource, `unknown_service` when absent. */
+  service: z.string().min(1),
+  serviceVersion: z.string().optional(),
+  environment: z.string().optional(),
+  release: z.string().optional(),
+  startMs: z.number(),
+  endMs: z.number(),
+  durationMs: z.number().nonnegative(),
+  status: z.enum(spanStatuses),
+  statusMessage: z.string().optional(),
+  attributes,
+  /** Exceptions are events named `exception` carrying `exception.type`, `exception.message`, `exception.stacktrace`. */
+  events: z.array(spanEvent),
+  links: z.array(spanLink),
+  // Semantic-convention values read once at ingest (current name, then deprecated) so views need not know both.
+  http: z
+    .object({
+      method: z.string().optional(),
+      route: z.string().optional(),
+      statusCode: z.number().int().optional(),
+      path: z.string().optional(),
+    })
+    .optional(),
+  db: z
+    .object({
+      system: z.string().optional(),
+      statement: z.string().optional(),
+      operation: z.string().optional(),
+      collection: z.string().optional(),
+      namespace: z.string().optional(),
+      serverAddress: z.string().optional(),
+    })
+    .optional(),
+  messaging: z
+    .object({ system: z.string().optional(), destination: z.string().optional(), operation: z.string().optional() })
+    .optional(),
+  /** The remote service a client/producer span calls, when the span names it. */
+  peerService: z.string().optional(),
+  /** The local root of a trace in its service (Sentry's "segment"/transaction): where a service's request starts. */
+  isSegment: z.boolean(),
+  category: z.enum(spanCategories),
+  source: telemetrySource,
+});
+
+export const logLevels = ['trace', 'debug', 'info', 'warn', 'error', 'fatal'] as const;
+
+/** The OTel severity ranges: each level spans four numbers, trace starting at 1. */
+export function logLevelOf(severityNumber: number): LogLevel {
+  return logLevels[Math.min(Math.max(Math.ceil(severityNumber / 4), 1), logLevels.length) - 1] ?? 'info';
+}
+
+export const logRecord = z.object({
+  timeMs: z.number(),
+  observedTimeMs: z.number().optional(),
+  /** OTel severity number: 1–4 trace, 5–8 debug, 9–12 info, 13–16 warn, 17–20 error, 21–24 fatal. */
+  severityNumber: z.number().int().min(1).max(24),
+  level: z.enum(logLevels),
+  /** Non-string bodies are JSON-stringified. */
+  body: z.string(),
+  attributes,
+  traceId: traceId.optional(),
+  spanId: spanId.optional(),
+  service: z.string().min(1),
+  environment: z.string().optional(),
+  release: z.string().optional(),
+  /** `sentry.message.template`: the parameterised message, a ready-made pattern key. */
+  template: z.string().optional(),
+  source: telemetrySource,
+});
+
+/** OTLP metric types, plus the Sentry metric types that have no OTLP twin. */
+export const metricTypes = ['gauge', 'sum', 'histogram', 'exponential_histogram', 'summary', 'counter', 'distribution'] as const;
+
+const exponentialBuckets = z.object({ offset: z.number().int(), bucketCounts: z.array(z.number().nonnegative()) });
+
+export const metricPoint = z.object({
+  name: z.string().min(1),
+  unit: z.string().optional(),
+  type: z.enum(metricTypes),
+  /** Cumulative points are turned into deltas per series by the worker, which keeps the previous value. */
+  temporality: z.enum(['delta', 'cumulative']).optional(),
+  isMonotonic: z.boolean().optional(),
+  timeMs: z.number(),
+  startTimeMs: z.number().optional(),
+  /** The number of gauge, sum and counter points. */
+  value: z.number().optional(),
+  // Distribution points (histogram, exponential histogram, summary, distribution).
+  count: z.number().nonnegative().optional(),
+  sum: z.number().optional(),
+  min: z.number().optional(),
+  max: z.number().optional(),
+  /** Explicit-bounds histogram: `bucketCounts.length === explicitBounds.length + 1`. */
+  bucketCounts: z.array(z.number().nonnegative()).optional(),
+  explicitBounds: z.array(z.number()).optional(),
+  exponential: z
+    .object({
+      scale: z.number().int(),
+      zeroCount: z.number().nonnegative(),
+      positive: exponentialBuckets,
+      negative: exponentialBuckets,
+    })
+    .optional(),
+  quantiles: z.array(z.object({ quantile: z.number(), value: z.number() })).optional(),
+  attributes,
+  service: z.string().min(1),
+  environment: z.string().optional(),
+  release: z.string().optional(),
+  source: telemetrySource,
+});
+
+export type TelemetrySource = z.infer<typeof telemetrySource>;
+export type AttributeValue = z.infer<typeof attributeValue>;
+export type Attributes = z.infer<typeof attributes>;
+export type SpanKind = (typeof spanKinds)[number];
+export type SpanStatus = (typeof spanStatuses)[number];
+export type SpanCategory = (typeof spanCategories)[number];
+export type SpanEvent = z.infer<typeof spanEvent>;
+export type SpanLink = z.infer<typeof spanLink>;
+export type SpanRecord = z.infer<typeof spanRecord>;
+export type LogLevel = (typeof logLevels)[number];
+export type LogRecord = z.infer<typeof logRecord>;
+export type MetricType = (typeof metricTypes)[number];
+export type MetricPoint = z.infer<typeof metricPoint>;
