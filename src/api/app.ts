@@ -12,7 +12,7 @@ import { healthRouter } from '../shared/http/health.js';
 import { requestId } from '../shared/http/request-id.js';
 import type { Logger } from '../shared/logger.js';
 import type { ApiDeps } from './deps.js';
-import { authenticate, credentialKey } from './middleware/authenticate.js';
+import { authenticate, rateLimitIdentity } from './middleware/authenticate.js';
 import { createRateLimits, rateLimitBy } from './middleware/rate-limit.js';
 import { openApiRoute } from './openapi.js';
 import { accountRoutes } from './routes/accounts.js';
@@ -60,8 +60,8 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
   const v1 = Router();
   v1.use(express.json({ limit: JSON_BODY_LIMIT }));
   v1.use(cookieParser());
-  v1.use(rateLimitBy(deps.limits.api, credentialKey));
   v1.use(authenticate(config));
+  v1.use(rateLimitBy(deps.limits.api, rateLimitIdentity));
   mountRoutes(v1, routes);
   app.use(v1);
 

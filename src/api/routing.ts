@@ -72,6 +72,13 @@ function parseQuery(schema: AnyObject, query: unknown) {
   throw new AppError('validation_failed', 'query parameters failed validation', { details });
 }
 
+/** Ids in paths are opaque: one that cannot be valid names nothing, exactly like an unknown one. */
+function parseParams(schema: AnyObject, params: unknown) {
+  const result = schema.safeParse(params);
+  if (!result.success) throw new AppError('not_found', 'not found');
+  return result.data;
+}
+
 function parseBody(schema: ZodType, req: Request) {
   const hasBody = req.body !== undefined;
   if (!hasBody && Number(req.get('content-length') ?? 0) > 0) {
@@ -104,7 +111,7 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[]): void {
     router[route.method](expressPath(route.path), async (req, res) => {
       const principal = res.locals.principal as Principal | undefined;
       authorize(route.access, principal, res.locals.credentialError as AppError | undefined);
-      const params = (route.params ?? emptyObject).parse(req.params);
+      const params = parseParams(route.params ?? emptyObject, req.params);
       const query = parseQuery(route.query ?? emptyObject, req.query);
       const body = route.body ? parseBody(route.body, req) : undefined;
       const result = await route.handler({ params, query, body, principal: principal as MemberPrincipal, req, res });

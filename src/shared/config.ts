@@ -25,6 +25,7 @@ const schema = z.object({
   /** Express "trust proxy" setting: how many proxy hops to trust for the client IP. */
   TRUST_PROXY_HOPS: z.coerce.number().int().min(0).default(0),
   RATE_LIMIT_LOGIN: positiveInt.default(10),
+  RATE_LIMIT_LOGIN_ADDRESS: positiveInt.default(100),
   RATE_LIMIT_LOGIN_WINDOW_SECONDS: positiveInt.default(900),
   RATE_LIMIT_REGISTER: positiveInt.default(20),
   RATE_LIMIT_REGISTER_WINDOW_SECONDS: positiveInt.default(3600),

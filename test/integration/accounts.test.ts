@@ -68,6 +68,14 @@ describe('account flow', () => {
     expect({ ...unknown.body, request_id: undefined }).toEqual({ ...wrong.body, request_id: undefined });
   });
 
+  test('emails are trimmed and lower-cased, so one address is one account', async () => {
+    const email = uniqueEmail();
+    const registered = await h.api.post('/v1/auth/register', { email: `  ${email.toUpperCase()} `, password: PASSWORD });
+    expect(registered.status).toBe(201);
+    expect(registered.body.user.email).toBe(email);
+    expect((await h.api.post('/v1/auth/login', { email: ` ${email}`, password: PASSWORD })).status).toBe(200);
+  });
+
   test('registering a taken email is a conflict', async () => {
     const email = uniqueEmail();
     await register(h, email);

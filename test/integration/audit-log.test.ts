@@ -57,6 +57,21 @@ test('each audited action leaves an entry with actor, action, target, time and t
   expect([...times].sort((a, b) => b - a)).toEqual(times);
 });
 
+test('an invite accepted at registration or at a later login is recorded as a join', async () => {
+  const owner = await signUp(h);
+  const joined = await addMember(h, owner, 'member');
+  const removedEarlier = await addMember(h, owner, 'member');
+  expect((await owner.client.delete(`/v1/members/${removedEarlier.memberId}`)).status).toBe(204);
+  const again = await owner.client.post('/v1/members', { email: removedEarlier.email, role: 'member' });
+  await login(h, removedEarlier.email);
+  const joins = (await owner.client.get('/v1/audit-log?action=member.join')).body.data;
+  expect(joins).toEqual([
+    expect.objectContaining({ actor: { type: 'user', id: removedEarlier.user.id }, target: { type: 'member', id: again.body.id } }),
+    expect.objectContaining({ actor: { type: 'user', id: removedEarlier.user.id }, target: { type: 'member', id: removedEarlier.memberId } }),
+    expect.objectContaining({ actor: { type: 'user', id: joined.user.id }, target: { type: 'member', id: joined.memberId } }),
+  ]);
+});
+
 test('the trail is read-only, admin-only and records an API key as the actor when one was used', async () => {
   const owner = await signUp(h);
   const member = await addMember(h, owner, 'member');

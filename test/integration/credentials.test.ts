@@ -1,6 +1,6 @@
 import mongoose from 'mongoose';
 import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
-import { addMember, createApiKey, createProject, signUp } from '../support/factories/accounts.js';
+import { addMember, createApiKey, createProject, login, signUp } from '../support/factories/accounts.js';
 
 let h: Harness;
 beforeAll(async () => {
@@ -67,6 +67,12 @@ describe('API keys', () => {
     expect((await client.get('/v1/api-keys')).status).toBe(403);
     expect((await client.get('/v1/projects')).status).toBe(200);
     expect((await owner.client.delete(`/v1/members/${admin.memberId}`)).status).toBe(204);
+    expect((await client.get('/v1/projects')).status).toBe(401);
+    expect((await owner.client.get('/v1/api-keys')).body.data.map((k: { id: string }) => k.id)).not.toContain(key.id);
+
+    // Inviting the same person back does not bring the old key back.
+    expect((await owner.client.post('/v1/members', { email: admin.email, role: 'admin' })).status).toBe(201);
+    await login(h, admin.email);
     expect((await client.get('/v1/projects')).status).toBe(401);
   });
 });

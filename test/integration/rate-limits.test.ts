@@ -61,6 +61,20 @@ describe('rate limits', () => {
     expect((await first.api.with({ cookie: owner.cookie, origin: owner.client.options.origin! }).get('/v1/me')).status).toBe(200);
   });
 
+  test('made-up credentials share their address’s budget instead of getting one each', async () => {
+    const h = await harness({ RATE_LIMIT_API: '3' });
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await h.api.with({ bearer: `slk_made_up_${i}` }).get('/v1/projects')).status);
+    expect(statuses).toEqual([401, 401, 401, 429]);
+  });
+
+  test('login is also limited per address across many emails', async () => {
+    const h = await harness({ RATE_LIMIT_LOGIN_ADDRESS: '3' });
+    const statuses: number[] = [];
+    for (let i = 0; i < 4; i++) statuses.push((await h.api.post('/v1/auth/login', { email: uniqueEmail(), password: 'one guess' })).status);
+    expect(statuses).toEqual([401, 401, 401, 429]);
+  });
+
   test('register is limited per IP', async () => {
     const h = await harness({ RATE_LIMIT_REGISTER: '2' });
     expect((await h.api.post('/v1/auth/register', { email: uniqueEmail(), password: PASSWORD })).status).toBe(201);

@@ -1,4 +1,4 @@
-import type { Request, RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
 import { resolveSession } from '../../shared/features/accounts/service.js';
@@ -53,8 +53,18 @@ export function authenticate(config: Config): RequestHandler {
   };
 }
 
-/** The rate-limit identity of a request: its credential when it presents one, else its address. */
-export function credentialKey(req: Request): string {
-  const credential = req.get('authorization') ?? (req.cookies?.[SESSION_COOKIE] as string | undefined);
-  return credential ? `credential:${credential}` : `ip:${req.ip}`;
+/**
+ * The rate-limit identity of a request: its verified credential, else its address. Keying on an
+ * unverified header would give every made-up credential a fresh budget.
+ */
+export function rateLimitIdentity(req: Request, res: Response): string {
+  const principal = res.locals.principal as Principal | undefined;
+  if (!principal) return `ip:${req.ip}`;
+  switch (principal.kind) {
+    case 'session':
+      return `session:${principal.sessionId.toHexString()}`;
+    case 'api_key':
+    case 'dsn':
+      return `${principal.kind}:${principal.keyId.toHexString()}`;
+  }
 }

@@ -6,7 +6,10 @@ import { AppError } from '../../shared/errors.js';
 import { sha256 } from '../../shared/secrets.js';
 
 export interface RateLimits {
+  /** Per address and email: guessing one account's password. */
   login: RateLimiterAbstract;
+  /** Per address: trying one password against many accounts. */
+  loginAddress: RateLimiterAbstract;
   register: RateLimiterAbstract;
   api: RateLimiterAbstract;
 }
@@ -29,6 +32,7 @@ export function createRateLimits(config: Config, redis: Redis): RateLimits {
   const prefix = config.REDIS_PREFIX;
   return {
     login: limiter(redis, prefix, 'login', config.RATE_LIMIT_LOGIN, config.RATE_LIMIT_LOGIN_WINDOW_SECONDS),
+    loginAddress: limiter(redis, prefix, 'login-ip', config.RATE_LIMIT_LOGIN_ADDRESS, config.RATE_LIMIT_LOGIN_WINDOW_SECONDS),
     register: limiter(redis, prefix, 'register', config.RATE_LIMIT_REGISTER, config.RATE_LIMIT_REGISTER_WINDOW_SECONDS),
     api: limiter(redis, prefix, 'api', config.RATE_LIMIT_API, config.RATE_LIMIT_API_WINDOW_SECONDS),
   };
@@ -58,8 +62,8 @@ export async function consumeLimit(limiter: RateLimiterAbstract, key: string, re
 export const resetLimit = (limiter: RateLimiterAbstract, key: string) => limiter.delete(sha256(key));
 
 export const rateLimitBy =
-  (limiter: RateLimiterAbstract, keyOf: (req: Request) => string): RequestHandler =>
+  (limiter: RateLimiterAbstract, keyOf: (req: Request, res: Response) => string): RequestHandler =>
   async (req, res, next) => {
-    await consumeLimit(limiter, keyOf(req), res);
+    await consumeLimit(limiter, keyOf(req, res), res);
     next();
   };

@@ -32,6 +32,7 @@ export function accountRoutes({ config, limits }: ApiDeps) {
       response: accountJson,
       handler: async ({ body, req, res }) => {
         const limitKey = `${req.ip}:${body.email}`;
+        await consumeLimit(limits.loginAddress, `ip:${req.ip}`, res);
         await consumeLimit(limits.login, limitKey, res);
         const { account, token } = await login(body, config, req.ip);
         await resetLimit(limits.login, limitKey);

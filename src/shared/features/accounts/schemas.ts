@@ -1,7 +1,8 @@
 import { z } from 'zod';
 import { roles } from '../../principal.js';
 
-export const email = z.email().max(254).transform((value) => value.trim().toLowerCase());
+/** Trimmed and lower-cased before validation, so one address is one account however it is typed. */
+export const email = z.string().trim().toLowerCase().pipe(z.email().max(254)).meta({ format: 'email' });
 const password = z.string().min(8, 'at least 8 characters').max(256);
 
 export const registerBody = z.object({

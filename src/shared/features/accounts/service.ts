@@ -5,6 +5,7 @@ import { AppError, isDuplicateKey, notFound } from '../../errors.js';
 import { paginate, parseId } from '../../paging.js';
 import { hasRole, type MemberPrincipal, type Role } from '../../principal.js';
 import { randomBase62, sha256 } from '../../secrets.js';
+import { ApiKey } from '../api-keys/model.js';
 import { auditAs, recordAudit } from '../audit/service.js';
 import { Membership, Organization, Session, User, type MembershipDoc, type OrganizationDoc, type UserDoc } from './model.js';
 import { decoyHash, hashPassword, verifyPassword } from './passwords.js';
@@ -55,31 +56,31 @@ export async function register(input: z.infer<typeof registerBody>, config: Conf
     if (isDuplicateKey(error)) throw new AppError('conflict', 'an account with that email already exists');
     throw error;
   }
-  const invite = await Membership.findOneAndUpdate(
-    { email: input.email, status: 'invited' },
-    { $set: { status: 'active', userId: user._id } },
-    { sort: { createdAt: 1 }, returnDocument: 'after' },
-  ).lean<MembershipDoc>();
-  const actor = { type: 'user' as const, id: user._id };
+  const invite = await acceptInvite(user);
   if (invite) {
-    await recordAudit({ orgId: invite.orgId, actor, action: 'member.join', target: { type: 'member', id: invite._id } });
     return { user: userJson(user), organization: organizationJson(await loadOrganization(invite.orgId)), role: invite.role };
   }
   const org = (await Organization.create({ name: input.organization ?? `${input.name || input.email.split('@')[0]}'s organization` })).toObject() as OrganizationDoc;
   await Membership.create({ orgId: org._id, email: input.email, userId: user._id, role: 'owner', status: 'active' });
-  await recordAudit({ orgId: org._id, actor, action: 'organization.create', target: { type: 'organization', id: org._id } });
+  await recordAudit({ orgId: org._id, actor: { type: 'user', id: user._id }, action: 'organization.create', target: { type: 'organization', id: org._id } });
   return { user: userJson(user), organization: organizationJson(org), role: 'owner' as Role };
+}
+
+/** Accepts the oldest pending invite for a user's email, if there is one, and records the join. */
+async function acceptInvite(user: Pick<UserDoc, '_id' | 'email'>): Promise<MembershipDoc | null> {
+  const invite = await Membership.findOneAndUpdate(
+    { email: user.email, status: 'invited' },
+    { $set: { status: 'active', userId: user._id } },
+    { sort: { createdAt: 1 }, returnDocument: 'after' },
+  ).lean<MembershipDoc>();
+  if (invite) await recordAudit({ orgId: invite.orgId, actor: { type: 'user', id: user._id }, action: 'member.join', target: { type: 'member', id: invite._id } });
+  return invite;
 }
 
 /** The user's active membership; a pending invite for their email is accepted at this point. */
 async function activeMembership(user: UserDoc): Promise<MembershipDoc | null> {
   const active = await Membership.findOne({ userId: user._id, status: 'active' }).lean<MembershipDoc>();
-  if (active) return active;
-  return Membership.findOneAndUpdate(
-    { email: user.email, status: 'invited' },
-    { $set: { status: 'active', userId: user._id } },
-    { sort: { createdAt: 1 }, returnDocument: 'after' },
-  ).lean<MembershipDoc>();
+  return active ?? acceptInvite(user);
 }
 
 /** Checks credentials and opens a session. An unknown email costs one scrypt, like a wrong password. */
@@ -194,12 +195,15 @@ export async function changeMemberRole(principal: MemberPrincipal, memberId: str
   return memberJsonOf(updated, user ?? undefined);
 }
 
-/** Removes a member or withdraws an invite; the member's sessions end with it. */
+/** Removes a member or withdraws an invite; the member's sessions and API keys end with it. */
 export async function removeMember(principal: MemberPrincipal, memberId: string, ip: string | undefined): Promise<void> {
   const membership = await findMember(principal, memberId);
   assertMayGrant(principal, membership.role);
   await assertNotLastOwner(membership);
   await Membership.deleteOne({ _id: membership._id });
-  if (membership.userId) await Session.deleteMany({ userId: membership.userId, orgId: principal.orgId });
+  if (membership.userId) {
+    await Session.deleteMany({ userId: membership.userId, orgId: principal.orgId });
+    await ApiKey.updateMany({ orgId: principal.orgId, createdBy: membership.userId, revokedAt: null }, { $set: { revokedAt: new Date() } });
+  }
   await auditAs(principal, ip)('member.remove', { type: 'member', id: membership._id }, { email: membership.email });
 }
