@@ -158,3 +158,115 @@ export type LogLevel = (typeof logLevels)[number];
 export type LogRecord = z.infer<typeof logRecord>;
 export type MetricType = (typeof metricTypes)[number];
 export type MetricPoint = z.infer<typeof metricPoint>;
+
+// Records that only Sentry SDKs send (and POST /v1/feedback).
+
+const hex32 = z.string().regex(/^[0-9a-f]{32}$/, '32 lowercase hex characters');
+
+/**
+ * An error or message event. The worker groups it, so the event travels whole (as the SDK sent it,
+ * at most 1 MiB); ingest only settles its id and time.
+ */
+export const errorEventRecord = z.object({
+  eventId: hex32,
+  timeMs: z.number(),
+  event: z.record(z.string(), z.unknown()),
+});
+
+export const checkInStatuses = ['in_progress', 'ok', 'error'] as const;
+
+export const checkInRecord = z.object({
+  checkInId: hex32,
+  monitorSlug: z.string().min(1).max(128),
+  status: z.enum(checkInStatuses),
+  durationMs: z.number().nonnegative().optional(),
+  environment: z.string().optional(),
+  /** Sentry's `monitor_config` (schedule, margins, timezone), kept as sent for the monitor logic. */
+  monitorConfig: z.record(z.string(), z.unknown()).optional(),
+  timeMs: z.number(),
+});
+
+/**
+ * Release health in Sentry's aggregate form. A single `session` update becomes one of these: it counts
+ * as started when `init` is set, and in its outcome once it reaches a final status.
+ */
+export const sessionRecord = z.object({
+  release: z.string().min(1),
+  environment: z.string().optional(),
+  startedMs: z.number(),
+  started: z.number().int().nonnegative(),
+  exited: z.number().int().nonnegative(),
+  errored: z.number().int().nonnegative(),
+  crashed: z.number().int().nonnegative(),
+  abnormal: z.number().int().nonnegative(),
+});
+
+export const feedbackSources = ['feedback', 'user_report', 'api'] as const;
+
+export const feedbackRecord = z.object({
+  /** The feedback's own id: the event id of a `feedback` item, or generated. Stored once. */
+  feedbackId: hex32,
+  message: z.string().min(1).max(4096),
+  contactEmail: z.string().max(254).optional(),
+  name: z.string().max(256).optional(),
+  url: z.string().max(2048).optional(),
+  associatedEventId: hex32.optional(),
+  replayId: hex32.optional(),
+  environment: z.string().optional(),
+  release: z.string().optional(),
+  source: z.enum(feedbackSources),
+  timeMs: z.number(),
+});
+
+export const replayEventRecord = z.object({
+  replayId: hex32,
+  segmentId: z.number().int().nonnegative(),
+  replayType: z.string().optional(),
+  startMs: z.number().optional(),
+  timeMs: z.number(),
+  urls: z.array(z.string()),
+  traceIds: z.array(z.string()),
+  errorIds: z.array(z.string()),
+  user: z.object({ id: z.string().optional(), email: z.string().optional(), username: z.string().optional(), ipAddress: z.string().optional() }).optional(),
+  release: z.string().optional(),
+  environment: z.string().optional(),
+});
+
+/** One rrweb segment: the bytes after the `{"segment_id":N}` line, still compressed if they came so. */
+export const replayRecordingRecord = z.object({
+  replayId: hex32,
+  segmentId: z.number().int().nonnegative(),
+  payloadBase64: z.string(),
+  timeMs: z.number(),
+});
+
+export type ErrorEventRecord = z.infer<typeof errorEventRecord>;
+export type CheckInRecord = z.infer<typeof checkInRecord>;
+export type SessionRecord = z.infer<typeof sessionRecord>;
+export type FeedbackRecord = z.infer<typeof feedbackRecord>;
+export type ReplayEventRecord = z.infer<typeof replayEventRecord>;
+export type ReplayRecordingRecord = z.infer<typeof replayRecordingRecord>;
+
+/** Every record kind a batch can carry, each with its schema. */
+export const recordSchemas = {
+  errors: errorEventRecord,
+  spans: spanRecord,
+  logs: logRecord,
+  metrics: metricPoint,
+  checkins: checkInRecord,
+  sessions: sessionRecord,
+  feedback: feedbackRecord,
+  replay_events: replayEventRecord,
+  replay_recordings: replayRecordingRecord,
+} as const;
+
+export type RecordKind = keyof typeof recordSchemas;
+export type RecordOf<K extends RecordKind> = z.infer<(typeof recordSchemas)[K]>;
+export const recordKinds = Object.keys(recordSchemas) as RecordKind[];
+
+/** A record and the project it belongs to (ids as hex strings: jobs are JSON). */
+export interface Stamped<T> {
+  orgId: string;
+  projectId: string;
+  record: T;
+}
