@@ -17,6 +17,7 @@ import { createRateLimits, rateLimitBy } from './middleware/rate-limit.js';
 import { openApiRoute } from './openapi.js';
 import { accountRoutes } from './routes/accounts.js';
 import { apiKeyRoutes } from './routes/api-keys.js';
+import { issueRoutes } from './routes/issues.js';
 import { memberRoutes } from './routes/members.js';
 import { projectRoutes } from './routes/projects.js';
 import { settingsRoutes } from './routes/settings.js';
@@ -39,6 +40,7 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
     ...projectRoutes(deps),
     ...apiKeyRoutes(),
     ...settingsRoutes(),
+    ...issueRoutes(),
   ];
   routes.push(openApiRoute(() => routes));
 

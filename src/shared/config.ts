@@ -14,6 +14,10 @@ const schema = z.object({
   /** Unset: the local Redis is reused or started. */
   REDIS_URL: optionalUrl,
   DATA_DIR: z.string().default('.data'),
+  /** Where replay segments and artifacts live: the local filesystem or an S3-compatible store. */
+  BLOB_STORE: z.enum(['fs', 's3']).default('fs'),
+  /** Root of the `fs` blob store; defaults to DATA_DIR/blobs. */
+  BLOB_DIR: z.string().optional(),
   DASHBOARD_ORIGIN: z.url().default('http://localhost:3000'),
   /** Public URL of the API; also switches single sign-on on. */
   API_PUBLIC_URL: optionalUrl,
@@ -39,8 +43,9 @@ const schema = z.object({
 
 type Env = z.infer<typeof schema>;
 
-export interface Config extends Readonly<Omit<Env, 'INGEST_PUBLIC_URL'>> {
+export interface Config extends Readonly<Omit<Env, 'INGEST_PUBLIC_URL' | 'BLOB_DIR'>> {
   readonly INGEST_PUBLIC_URL: string;
+  readonly BLOB_DIR: string;
   /** True when cookies must carry the Secure flag (the public URL is https). */
   readonly secureCookies: boolean;
 }
@@ -58,6 +63,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return Object.freeze({
     ...value,
     INGEST_PUBLIC_URL: value.INGEST_PUBLIC_URL ?? `http://localhost:${value.INGEST_PORT}`,
+    BLOB_DIR: value.BLOB_DIR ?? `${value.DATA_DIR}/blobs`,
     secureCookies: value.API_PUBLIC_URL?.startsWith('https:') ?? false,
   });
 }

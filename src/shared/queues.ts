@@ -1,13 +1,16 @@
 import { z } from 'zod';
-import { recordSchemas, type RecordKind } from './telemetry/records.js';
-
-const stamped = <T extends z.ZodType>(record: T) =>
-  z.object({ items: z.array(z.object({ orgId: z.string(), projectId: z.string(), record })).min(1) });
+import { recordSchemas, type RecordKind, type RecordOf, type Stamped } from './telemetry/records.js';
 
 /** One batch job per record kind: ingest appends records and flushes a job by count or after a few ms. */
-const telemetryJobs = Object.fromEntries(Object.entries(recordSchemas).map(([kind, schema]) => [kind, stamped(schema)])) as {
-  [K in RecordKind]: ReturnType<typeof stamped<(typeof recordSchemas)[K]>>;
-};
+export interface TelemetryBatch<K extends RecordKind> {
+  items: Stamped<RecordOf<K>>[];
+}
+
+const stamped = (record: z.ZodType) => z.object({ items: z.array(z.object({ orgId: z.string(), projectId: z.string(), record })).min(1) });
+
+export const telemetryJobs = Object.fromEntries(
+  Object.entries(recordSchemas).map(([kind, schema]) => [kind, stamped(schema)]),
+) as unknown as { [K in RecordKind]: z.ZodType<TelemetryBatch<K>> };
 
 /** Every queue and job the workers run, with the payload each job carries (ids and small records, never secrets). */
 export const jobs = {
@@ -19,4 +22,3 @@ export const jobs = {
 
 export type QueueName = keyof typeof jobs;
 export const queueNames = Object.keys(jobs) as QueueName[];
-export type TelemetryBatch<K extends RecordKind> = z.infer<(typeof telemetryJobs)[K]>;

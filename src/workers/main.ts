@@ -5,12 +5,16 @@ import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { QueueName } from '../shared/queues.js';
 import { maintenanceProcessor } from './processors/maintenance.js';
+import { telemetryProcessor } from './processors/telemetry.js';
 
 /** Schedules are declared here and upserted at start, so any number of worker processes run each tick once. */
-const schedules = [{ queue: 'maintenance', id: 'cleanup', every: 3_600_000, job: 'cleanup' }] as const;
+const schedules = [
+  { queue: 'maintenance', id: 'cleanup', every: 3_600_000, job: 'cleanup' },
+  { queue: 'maintenance', id: 'reopen-ignored-issues', every: 60_000, job: 'reopen-ignored-issues' },
+] as const;
 
 export async function startWorkers({ config, logger, redis }: { config: Config; logger: Logger; redis: Redis }) {
-  const processors: Record<QueueName, Processor> = { maintenance: maintenanceProcessor(logger) };
+  const processors: Record<QueueName, Processor> = { telemetry: telemetryProcessor(), maintenance: maintenanceProcessor(logger) };
   const connection = { connection: redis, prefix: config.REDIS_PREFIX };
   const queues = new Map<QueueName, Queue>();
   const queue = (name: QueueName) => {

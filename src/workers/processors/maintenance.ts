@@ -1,12 +1,20 @@
 import { UnrecoverableError, type Job } from 'bullmq';
+import { reopenExpiredIgnores } from '../../shared/features/issues/service.js';
 import { cleanup } from '../../shared/features/maintenance/service.js';
 import type { Logger } from '../../shared/logger.js';
 
 export function maintenanceProcessor(logger: Logger) {
   return async (job: Job) => {
-    if (job.name !== 'cleanup') throw new UnrecoverableError(`unknown maintenance job ${job.name}`);
-    const removed = await cleanup();
-    logger.info({ removed }, 'cleanup done');
-    return removed;
+    switch (job.name) {
+      case 'cleanup': {
+        const removed = await cleanup();
+        logger.info({ removed }, 'cleanup done');
+        return removed;
+      }
+      case 'reopen-ignored-issues':
+        return { reopened: await reopenExpiredIgnores() };
+      default:
+        throw new UnrecoverableError(`unknown maintenance job ${job.name}`);
+    }
   };
 }

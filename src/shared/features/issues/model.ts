@@ -1,0 +1,81 @@
+import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
+
+export const issueStatuses = ['unresolved', 'resolved', 'ignored'] as const;
+
+const issueSchema = new Schema({
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  projectId: { type: Schema.Types.ObjectId, required: true },
+  /** Grouping hash: events with the same hash are occurrences of this issue. */
+  hash: { type: String, required: true },
+  groupingKind: { type: String, required: true },
+  title: { type: String, required: true },
+  culprit: { type: String, default: null },
+  level: { type: String, default: 'error' },
+  platform: { type: String, default: null },
+  /** Type and value of the newest exception, for display. */
+  errorType: { type: String, default: null },
+  errorValue: { type: String, default: null },
+  status: { type: String, enum: issueStatuses, default: 'unresolved' },
+  firstSeen: { type: Date, required: true },
+  lastSeen: { type: Date, required: true },
+  eventCount: { type: Number, default: 0 },
+  userCount: { type: Number, default: 0 },
+  environments: { type: [String], default: [] },
+  releases: { type: [String], default: [] },
+  latestEventId: { type: String, default: null },
+  resolvedAt: { type: Date, default: null },
+  regressedAt: { type: Date, default: null },
+  /** An ignored issue reopens once this time passes… */
+  ignoredUntil: { type: Date, default: null },
+  /** …or once its event count reaches this total. */
+  ignoredUntilCount: { type: Number, default: null },
+});
+// the grouping upsert: one issue per project and hash.
+issueSchema.index({ projectId: 1, hash: 1 }, { unique: true });
+// the issue list in each of its sort orders, keyset-paged within an organisation.
+issueSchema.index({ orgId: 1, lastSeen: -1, _id: -1 });
+issueSchema.index({ orgId: 1, firstSeen: -1, _id: -1 });
+issueSchema.index({ orgId: 1, eventCount: -1, _id: -1 });
+issueSchema.index({ orgId: 1, userCount: -1, _id: -1 });
+// the scheduled reopening of ignored issues whose time has come.
+issueSchema.index({ status: 1, ignoredUntil: 1 });
+
+const errorEventSchema = new Schema({
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  projectId: { type: Schema.Types.ObjectId, required: true },
+  eventId: { type: String, required: true },
+  /** Set once the event has been counted into its issue; an event stored but not counted is finished on retry. */
+  issueId: { type: Schema.Types.ObjectId, default: null },
+  timestamp: { type: Date, required: true },
+  receivedAt: { type: Date, required: true },
+  level: { type: String, default: 'error' },
+  title: { type: String, required: true },
+  environment: { type: String, default: null },
+  release: { type: String, default: null },
+  userKey: { type: String, default: null },
+  /**
+   * The event as the SDK sent it (≤ 1 MiB), as JSON text: it is only ever read whole, and its keys
+   * (tags such as `os.name`) may hold dots, which FerretDB does not accept in document keys.
+   */
+  data: { type: String, required: true },
+});
+// one stored event per project and event id, however often an SDK sends it.
+errorEventSchema.index({ projectId: 1, eventId: 1 }, { unique: true });
+// an issue's occurrences, newest first, keyset-paged.
+errorEventSchema.index({ issueId: 1, timestamp: -1, _id: -1 });
+// retention cleanup by organisation and age.
+errorEventSchema.index({ orgId: 1, timestamp: 1 });
+
+/** Which end users an issue has affected: one document per (issue, user), so the count is distinct. */
+const issueUserSchema = new Schema({
+  issueId: { type: Schema.Types.ObjectId, required: true },
+  userKey: { type: String, required: true },
+});
+issueUserSchema.index({ issueId: 1, userKey: 1 }, { unique: true });
+
+export const Issue = model('Issue', issueSchema);
+export const ErrorEvent = model('ErrorEvent', errorEventSchema);
+export const IssueUser = model('IssueUser', issueUserSchema);
+
+export type IssueDoc = InferSchemaType<typeof issueSchema> & { _id: Types.ObjectId };
+export type ErrorEventDoc = InferSchemaType<typeof errorEventSchema> & { _id: Types.ObjectId };

@@ -1,0 +1,86 @@
+import { z } from 'zod';
+import { pageQuery } from '../../paging.js';
+import { viewQuery } from '../../views.js';
+import { issueStatuses } from './model.js';
+
+export const issueSorts = { last_seen: 'lastSeen', first_seen: 'firstSeen', events: 'eventCount', users: 'userCount' } as const;
+
+export const listIssuesQuery = z.object({
+  ...pageQuery,
+  ...viewQuery,
+  status: z.enum(issueStatuses).optional(),
+  environment: z.string().max(256).optional(),
+  release: z.string().max(256).optional(),
+  level: z.enum(['debug', 'info', 'warning', 'error', 'fatal']).optional(),
+  /** Case-insensitive text in the title or culprit. */
+  q: z.string().trim().min(1).max(200).optional(),
+  sort: z.enum(Object.keys(issueSorts) as [keyof typeof issueSorts, ...(keyof typeof issueSorts)[]]).default('last_seen'),
+});
+
+export const updateIssueBody = z
+  .object({
+    action: z.enum(['resolve', 'ignore', 'reopen']),
+    /** With `ignore`: reopen once this time passes. */
+    until: z.iso.datetime({ offset: true }).optional(),
+    /** With `ignore`: reopen after this many more events. */
+    until_count: z.number().int().positive().optional(),
+  })
+  .refine((body) => body.action === 'ignore' || (body.until === undefined && body.until_count === undefined), {
+    message: 'until and until_count go with the ignore action',
+    path: ['action'],
+  });
+
+export const issueJson = z.object({
+  id: z.string(),
+  project_id: z.string(),
+  title: z.string(),
+  culprit: z.string().nullable(),
+  level: z.string(),
+  platform: z.string().nullable(),
+  type: z.string().nullable(),
+  value: z.string().nullable(),
+  status: z.enum(issueStatuses),
+  first_seen: z.string(),
+  last_seen: z.string(),
+  count: z.number().int(),
+  user_count: z.number().int(),
+  environments: z.array(z.string()),
+  releases: z.array(z.string()),
+  resolved_at: z.string().nullable(),
+  regressed_at: z.string().nullable(),
+  ignore: z.object({ until: z.string().nullable(), until_count: z.number().int().nullable() }).nullable(),
+});
+
+export const frameJson = z.object({
+  filename: z.string().nullable(),
+  abs_path: z.string().nullable(),
+  function: z.string().nullable(),
+  module: z.string().nullable(),
+  lineno: z.number().nullable(),
+  colno: z.number().nullable(),
+  in_app: z.boolean(),
+  context_line: z.string().nullable(),
+});
+
+export const eventJson = z.object({
+  event_id: z.string(),
+  issue_id: z.string().nullable(),
+  timestamp: z.string(),
+  received_at: z.string(),
+  level: z.string(),
+  title: z.string(),
+  message: z.string().nullable(),
+  platform: z.string().nullable(),
+  environment: z.string().nullable(),
+  release: z.string().nullable(),
+  transaction: z.string().nullable(),
+  user: z.record(z.string(), z.unknown()).nullable(),
+  tags: z.record(z.string(), z.string()),
+  /** Oldest first, as Sentry orders a chain; each with its frames, crashing frame last. */
+  exception: z.array(z.object({ type: z.string().nullable(), value: z.string().nullable(), mechanism: z.record(z.string(), z.unknown()).nullable(), frames: z.array(frameJson) })),
+  contexts: z.record(z.string(), z.unknown()),
+  request: z.record(z.string(), z.unknown()).nullable(),
+  sdk: z.record(z.string(), z.unknown()).nullable(),
+});
+
+export const issueDetailJson = issueJson.extend({ latest_event: eventJson.nullable() });

@@ -1,0 +1,59 @@
+import type { Types } from 'mongoose';
+import { z } from 'zod';
+import { AppError } from './errors.js';
+import { Project } from './features/projects/model.js';
+import { parseId } from './paging.js';
+
+const DAY_MS = 86_400_000;
+
+/** ISO-8601 or epoch milliseconds, as CONTRACT.md allows for `from` and `to`. */
+const instant = z
+  .string()
+  .transform((value, ctx) => {
+    const time = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
+    if (Number.isNaN(time)) {
+      ctx.addIssue({ code: 'custom', message: 'must be ISO-8601 or epoch milliseconds' });
+      return z.NEVER;
+    }
+    return new Date(time);
+  })
+  .meta({ description: 'ISO-8601 time or epoch milliseconds' });
+
+/** Query parameters of every time-bounded view: the window and the projects (repeatable). */
+export const viewQuery = {
+  from: instant.optional(),
+  to: instant.optional(),
+  project: z
+    .union([z.string(), z.array(z.string())])
+    .optional()
+    .transform((value) => (value === undefined ? undefined : Array.isArray(value) ? value : [value])),
+};
+
+export interface ViewScope {
+  orgId: Types.ObjectId;
+  /** Undefined: every project of the organisation. */
+  projectIds: Types.ObjectId[] | undefined;
+  from: Date;
+  to: Date;
+}
+
+/** Resolves a view's window (default: the last 24 h) and checks each named project belongs to the organisation. */
+export async function viewScope(
+  orgId: Types.ObjectId,
+  query: { from?: Date | undefined; to?: Date | undefined; project?: string[] | undefined },
+  now = Date.now(),
+): Promise<ViewScope> {
+  const to = query.to ?? new Date(now);
+  const from = query.from ?? new Date(to.getTime() - DAY_MS);
+  if (from > to) throw new AppError('validation_failed', '`from` is after `to`', { details: [{ path: 'query.from', message: 'after to' }] });
+  let projectIds: Types.ObjectId[] | undefined;
+  if (query.project) {
+    projectIds = query.project.map((id) => parseId(id, 'project'));
+    const found = await Project.countDocuments({ _id: { $in: projectIds }, orgId });
+    if (found !== new Set(projectIds.map(String)).size) throw new AppError('not_found', 'project not found');
+  }
+  return { orgId, projectIds, from, to };
+}
+
+/** The organisation and project part of a Mongo filter for a scope. */
+export const scopeFilter = (scope: ViewScope) => ({ orgId: scope.orgId, ...(scope.projectIds && { projectId: { $in: scope.projectIds } }) });
