@@ -35,8 +35,12 @@ async function main() {
     stops.push(['workers', await startWorkers({ config, logger, redis: queueRedis })]);
   }
   if (runs('ingest')) {
-    const server = await listen(createIngestApp({ logger, redis: fastRedis }), config.INGEST_PORT, config.HOST);
-    stops.push(['ingest', server.close]);
+    const ingest = createIngestApp({ config, logger, redis: fastRedis });
+    const server = await listen(ingest.app, config.INGEST_PORT, config.HOST);
+    stops.push(['ingest', async () => {
+      await server.close();
+      await ingest.close();
+    }]);
     logger.info({ port: server.port }, 'ingest listening');
   }
   if (runs('api')) {

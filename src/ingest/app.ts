@@ -1,25 +1,69 @@
+import { Queue } from 'bullmq';
+import cors from 'cors';
 import express, { type Express } from 'express';
 import type { Redis } from 'ioredis';
 import { pinoHttp } from 'pino-http';
+import type { Config } from '../shared/config.js';
 import { pingMongo } from '../shared/clients/mongo.js';
 import { pingRedis } from '../shared/clients/redis.js';
 import { errorHandler, notFoundRoute } from '../shared/http/errors.js';
 import { healthRouter } from '../shared/http/health.js';
+import { createLimiter } from '../shared/http/rate-limit.js';
 import { requestId } from '../shared/http/request-id.js';
 import type { Logger } from '../shared/logger.js';
+import { TelemetryBatcher } from './batcher.js';
+import type { IngestContext } from './context.js';
+import { DsnCache } from './dsn.js';
+import { otlpRouter } from './routes/otlp.js';
+import { sentryRouter } from './routes/sentry.js';
 
 export interface IngestAppOptions {
+  config: Config;
   logger: Logger;
+  /** A `fast` Redis client: batches fail at once rather than queue while Redis is down. */
   redis: Redis;
 }
 
-export function createIngestApp({ logger, redis }: IngestAppOptions): Express {
+export interface IngestApp {
+  app: Express;
+  /** Writes waiting batches and closes the queue; the HTTP server must already have stopped accepting. */
+  close(): Promise<void>;
+}
+
+export function createIngestApp({ config, logger, redis }: IngestAppOptions): IngestApp {
+  const queue = new Queue('telemetry', { connection: redis, prefix: config.REDIS_PREFIX });
+  queue.on('error', (error) => logger.warn({ err: error }, 'telemetry queue error'));
+  const ctx: IngestContext = {
+    dsns: new DsnCache(config.INGEST_DSN_CACHE_MS),
+    limiter: createLimiter(redis, config.REDIS_PREFIX, 'ingest', config.INGEST_RATE_LIMIT_PER_SECOND, 1),
+    batcher: new TelemetryBatcher(queue, redis, { maxItems: config.INGEST_BATCH_SIZE, maxWaitMs: config.INGEST_BATCH_WAIT_MS }),
+  };
+
   const app = express();
   app.disable('x-powered-by');
+  app.set('trust proxy', config.TRUST_PROXY_HOPS);
   app.use(requestId);
   app.use(pinoHttp({ logger, genReqId: (req) => (req as express.Request).requestId, quietReqLogger: true }));
+  // Browser SDKs post cross-origin from any site that embeds them; they carry no cookies, only the public key.
+  app.use(
+    cors({
+      origin: true,
+      methods: ['POST', 'OPTIONS'],
+      allowedHeaders: ['Content-Type', 'Content-Encoding', 'Authorization', 'X-Sentry-Auth', 'sentry-trace', 'baggage', 'X-Request-Id'],
+      exposedHeaders: ['X-Sentry-Rate-Limits', 'Retry-After', 'X-Request-Id'],
+      maxAge: 3600,
+    }),
+  );
   app.use(healthRouter({ mongo: pingMongo, redis: () => pingRedis(redis) }));
+  app.use(sentryRouter(ctx));
+  app.use(otlpRouter(ctx));
   app.use(notFoundRoute);
   app.use(errorHandler(logger));
-  return app;
+  return {
+    app,
+    close: async () => {
+      await ctx.batcher.close();
+      await queue.close();
+    },
+  };
 }

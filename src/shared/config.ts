@@ -35,6 +35,14 @@ const schema = z.object({
   RATE_LIMIT_REGISTER_WINDOW_SECONDS: positiveInt.default(3600),
   RATE_LIMIT_API: positiveInt.default(1200),
   RATE_LIMIT_API_WINDOW_SECONDS: positiveInt.default(60),
+  /** Requests one DSN may send per second to the ingest service (abuse control, never a plan figure). */
+  INGEST_RATE_LIMIT_PER_SECOND: positiveInt.default(1000),
+  /** How long an ingest process trusts its cached DSN lookup; revocation takes effect within this. */
+  INGEST_DSN_CACHE_MS: positiveInt.max(5000).default(4000),
+  /** A batch job is written when this many records of one kind are waiting… */
+  INGEST_BATCH_SIZE: positiveInt.default(500),
+  /** …or when the oldest has waited this long. */
+  INGEST_BATCH_WAIT_MS: positiveInt.default(20),
   /** Prefix of every BullMQ and cache key in Redis, so several deployments can share one Redis. */
   REDIS_PREFIX: z.string().min(1).default('slk'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

@@ -8,6 +8,7 @@ import { closeRedis, createRedis, redisReady } from '../../src/shared/clients/re
 import { loadConfig, type Config } from '../../src/shared/config.js';
 import { listen, type RunningServer } from '../../src/shared/http/server.js';
 import { createLogger, type Logger } from '../../src/shared/logger.js';
+import { startWorkers } from '../../src/workers/main.js';
 import { Client } from './http.js';
 
 export const DASHBOARD_ORIGIN = 'http://dashboard.test';
@@ -54,10 +55,11 @@ export interface Harness {
 }
 
 /**
- * Starts the API and ingest apps on port 0 against the real MongoDB-compatible server and Redis.
- * `env` overrides configuration, e.g. a low rate limit or an unreachable REDIS_URL.
+ * Starts the API and ingest apps on port 0 against the real MongoDB-compatible server and Redis, and
+ * with `workers` the BullMQ workers too. `env` overrides configuration, e.g. a low rate limit or an
+ * unreachable REDIS_URL. Each harness has its own Redis prefix, so its queues are its own.
  */
-export async function startHarness(env: Record<string, string> = {}): Promise<Harness> {
+export async function startHarness(env: Record<string, string> = {}, options: { workers?: boolean } = {}): Promise<Harness> {
   const config = loadConfig({
     MONGO_URL: process.env.TEST_MONGO_URL,
     REDIS_URL: process.env.TEST_REDIS_URL,
@@ -72,10 +74,13 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
   await connectTestDatabase(logger);
   const redis = createRedis(config.REDIS_URL!, 'fast', logger);
   await redisReady(redis, 2000);
+  const ingestApp = createIngestApp({ config, logger, redis });
   const servers: RunningServer[] = [
     await listen(createApiApp({ config, logger, redis }), 0, '127.0.0.1'),
-    await listen(createIngestApp({ logger, redis }), 0, '127.0.0.1'),
+    await listen(ingestApp.app, 0, '127.0.0.1'),
   ];
+  const queueRedis = options.workers ? createRedis(config.REDIS_URL!, 'queue', logger) : undefined;
+  const stopWorkers = queueRedis ? await startWorkers({ config, logger, redis: queueRedis }) : undefined;
   const [api, ingest] = servers.map((s) => new Client(`http://127.0.0.1:${s.port}`)) as [Client, Client];
   return {
     config,
@@ -84,6 +89,9 @@ export async function startHarness(env: Record<string, string> = {}): Promise<Ha
     ingest,
     close: async () => {
       await Promise.all(servers.map((s) => s.close()));
+      await ingestApp.close();
+      await stopWorkers?.();
+      if (queueRedis) await closeRedis(queueRedis);
       await closeRedis(redis);
     },
   };

@@ -2,7 +2,7 @@ import { accountJson, loginBody, registerBody } from '../../shared/features/acco
 import { login, logout, me, register } from '../../shared/features/accounts/service.js';
 import type { ApiDeps } from '../deps.js';
 import { SESSION_COOKIE } from '../middleware/authenticate.js';
-import { consumeLimit, resetLimit } from '../middleware/rate-limit.js';
+import { consumeLimit, resetLimit } from '../../shared/http/rate-limit.js';
 import { defineRoute } from '../routing.js';
 
 export function accountRoutes({ config, limits }: ApiDeps) {

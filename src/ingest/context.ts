@@ -1,0 +1,46 @@
+import type { Request, Response } from 'express';
+import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import { AppError } from '../shared/errors.js';
+import { consumeLimit } from '../shared/http/rate-limit.js';
+import type { RecordKind, Stamped } from '../shared/telemetry/records.js';
+import type { TelemetryBatcher } from './batcher.js';
+import type { DsnCache, IngestDsn } from './dsn.js';
+import { sentryKeyFrom } from './sentry/auth.js';
+
+/** What every ingest route shares: DSN resolution, the per-DSN abuse limit and the batcher. */
+export interface IngestContext {
+  dsns: DsnCache;
+  limiter: RateLimiterAbstract;
+  batcher: TelemetryBatcher;
+}
+
+/** Sentry SDKs back off per category on this header; an empty category list means every category. */
+const sentryRateLimitHeader = (retryAfter: number) => ({ 'X-Sentry-Rate-Limits': `${retryAfter}::key:rate_limited` });
+
+/**
+ * Resolves the key a client presented (any source Sentry or OTLP clients use), checks it is live and,
+ * for Sentry routes, that it belongs to the project number in the path; then takes one point of the
+ * DSN's abuse limit.
+ */
+export async function authorizeDsn(
+  ctx: IngestContext,
+  req: Request,
+  res: Response,
+  options: { envelopeHeader?: Record<string, unknown>; projectNumber?: number } = {},
+): Promise<IngestDsn> {
+  const key = sentryKeyFrom({ query: req.query as Record<string, unknown>, headers: req.headers, envelopeHeader: options.envelopeHeader });
+  if (!key) throw new AppError('unauthenticated', 'no DSN key: send sentry_key, X-Sentry-Auth or Authorization: Bearer <public key>');
+  const dsn = await ctx.dsns.resolve(key);
+  if (!dsn) throw new AppError('forbidden', 'DSN is unknown or revoked');
+  if (options.projectNumber !== undefined && dsn.projectNumber !== options.projectNumber) {
+    throw new AppError('forbidden', 'this DSN does not belong to that project');
+  }
+  await consumeLimit(ctx.limiter, `dsn:${dsn.publicKey}`, res, sentryRateLimitHeader);
+  return dsn;
+}
+
+/** Stamps records with their project and hands each kind to the batcher; resolves once all are in Redis. */
+export async function enqueueRecords(ctx: IngestContext, dsn: IngestDsn, records: Partial<Record<RecordKind, unknown[]>>): Promise<void> {
+  const stamp = (record: unknown): Stamped<unknown> => ({ orgId: dsn.orgId, projectId: dsn.projectId, record });
+  await Promise.all(Object.entries(records).map(([kind, list]) => ctx.batcher.enqueue(kind as RecordKind, (list ?? []).map(stamp))));
+}

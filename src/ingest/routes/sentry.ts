@@ -1,0 +1,45 @@
+import { Router } from 'express';
+import { AppError } from '../../shared/errors.js';
+import { readBody } from '../body.js';
+import { authorizeDsn, enqueueRecords, type IngestContext } from '../context.js';
+import { parseEnvelope } from '../sentry/envelope.js';
+import { normalizeEnvelope, normalizeStoreEvent } from '../sentry/normalize.js';
+
+function projectNumberOf(value: string | undefined): number {
+  if (!value || !/^\d{1,15}$/.test(value)) throw new AppError('not_found', 'the project in a Sentry URL is a number');
+  return Number(value);
+}
+
+/** Sentry's ingest routes, answering as Relay does: 200 `{"id"}` once the data is durable. */
+export function sentryRouter(ctx: IngestContext): Router {
+  const router = Router();
+
+  router.post('/api/:projectNumber/envelope', async (req, res) => {
+    const projectNumber = projectNumberOf(req.params.projectNumber);
+    const body = await readBody(req);
+    const envelope = parseEnvelope(body);
+    const dsn = await authorizeDsn(ctx, req, res, { envelopeHeader: envelope.header, projectNumber });
+    const { records, eventId } = await normalizeEnvelope(envelope, { nowMs: Date.now(), replayCapture: dsn.replayCapture });
+    await enqueueRecords(ctx, dsn, records);
+    res.json(eventId ? { id: eventId } : {});
+  });
+
+  // The legacy endpoint: one JSON event per request.
+  router.post('/api/:projectNumber/store', async (req, res) => {
+    const projectNumber = projectNumberOf(req.params.projectNumber);
+    const dsn = await authorizeDsn(ctx, req, res, { projectNumber });
+    const body = await readBody(req, { maxDecompressed: 1024 * 1024 });
+    let event: unknown;
+    try {
+      event = JSON.parse(body.toString('utf8'));
+    } catch {
+      throw new AppError('invalid_request', 'the event is not valid JSON');
+    }
+    if (!event || typeof event !== 'object' || Array.isArray(event)) throw new AppError('invalid_request', 'the event must be a JSON object');
+    const { records, eventId } = normalizeStoreEvent(event as Record<string, unknown>, Date.now());
+    await enqueueRecords(ctx, dsn, records);
+    res.json({ id: eventId });
+  });
+
+  return router;
+}

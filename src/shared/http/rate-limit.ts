@@ -1,0 +1,51 @@
+import type { Response } from 'express';
+import type { Redis } from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import { AppError } from '../errors.js';
+import { sha256 } from '../secrets.js';
+
+/**
+ * Counters live in Redis so every instance shares them; when Redis cannot answer, each process falls
+ * back to an in-memory limiter with the same rule (the insurance limiter), so limiting never stops.
+ */
+export function createLimiter(redis: Redis, prefix: string, name: string, points: number, duration: number): RateLimiterAbstract {
+  return new RateLimiterRedis({
+    storeClient: redis,
+    keyPrefix: `${prefix}:rl:${name}`,
+    points,
+    duration,
+    insuranceLimiter: new RateLimiterMemory({ keyPrefix: `rl:${name}`, points, duration }),
+  });
+}
+
+function limitHeaders(limiter: RateLimiterAbstract, result: RateLimiterRes): Record<string, string> {
+  return {
+    'RateLimit-Limit': String(limiter.points),
+    'RateLimit-Remaining': String(Math.max(0, result.remainingPoints)),
+    'RateLimit-Reset': String(Math.ceil(result.msBeforeNext / 1000)),
+    'RateLimit-Policy': `${limiter.points};w=${limiter.duration}`,
+  };
+}
+
+/**
+ * Takes one point for `key` (hashed: keys may carry credentials); over the limit throws `rate_limited`
+ * with Retry-After, plus whatever `refusalHeaders` adds for the protocol (Sentry's X-Sentry-Rate-Limits).
+ */
+export async function consumeLimit(
+  limiter: RateLimiterAbstract,
+  key: string,
+  res: Response,
+  refusalHeaders: (retryAfterSeconds: number) => Record<string, string> = () => ({}),
+): Promise<void> {
+  try {
+    const result = await limiter.consume(sha256(key));
+    res.set(limitHeaders(limiter, result));
+  } catch (rejection) {
+    if (!(rejection instanceof RateLimiterRes)) throw rejection;
+    const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+    const headers = { ...limitHeaders(limiter, rejection), 'Retry-After': String(retryAfter), ...refusalHeaders(retryAfter) };
+    throw new AppError('rate_limited', 'too many requests; retry later', { headers });
+  }
+}
+
+export const resetLimit = (limiter: RateLimiterAbstract, key: string) => limiter.delete(sha256(key));

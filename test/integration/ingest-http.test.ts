@@ -1,0 +1,156 @@
+import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { signUp, type Account } from '../support/factories/accounts.js';
+import { envelope, errorEvent, gzipBomb, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+
+let h: Harness;
+let owner: Account;
+let project: ProjectWithDsn;
+beforeAll(async () => {
+  h = await startHarness({ INGEST_DSN_CACHE_MS: '2000' });
+  owner = await signUp(h);
+  project = await projectWithDsn(owner, h.ingest.baseUrl);
+});
+afterAll(async () => {
+  await h.close();
+  await dropTestDatabase();
+});
+
+const envelopePath = (p: ProjectWithDsn, auth = `?sentry_version=7&sentry_key=${p.publicKey}&sentry_client=sentry.javascript.node%2F11.12.0`) =>
+  `/api/${p.number}/envelope/${auth}`;
+
+describe('Sentry envelope endpoint', () => {
+  test('accepts an envelope with no Content-Type and answers with the event id', async () => {
+    const event = errorEvent();
+    const reply = await h.ingest.request('POST', envelopePath(project), envelope({ event_id: event.event_id, sent_at: new Date().toISOString() }, [{ type: 'event', payload: event }]));
+    expect(reply.status).toBe(200);
+    expect(reply.body).toEqual({ id: event.event_id });
+  });
+
+  test('takes the key from every source Sentry clients use', async () => {
+    const body = envelope({}, [{ type: 'event', payload: errorEvent() }]);
+    const noQuery = `/api/${project.number}/envelope/`;
+    for (const headers of [
+      { 'x-sentry-auth': `Sentry sentry_version=7, sentry_client=raven-python/9.0, sentry_key=${project.publicKey}` },
+      { authorization: `Sentry sentry_key=${project.publicKey}, sentry_version=7` },
+      { authorization: `Bearer ${project.publicKey}` },
+    ]) {
+      expect((await h.ingest.request('POST', noQuery, body, headers)).status).toBe(200);
+    }
+    const withDsnHeader = envelope({ dsn: project.dsn }, [{ type: 'event', payload: errorEvent() }]);
+    expect((await h.ingest.request('POST', noQuery, withDsnHeader)).status).toBe(200);
+  });
+
+  test('a browser-shaped request: text/plain body, CORS preflight and exposed rate-limit headers', async () => {
+    const preflight = await h.ingest.request('OPTIONS', envelopePath(project), undefined, {
+      origin: 'https://shop.example',
+      'access-control-request-method': 'POST',
+      'access-control-request-headers': 'content-type',
+    });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://shop.example');
+    const reply = await h.ingest.request('POST', envelopePath(project), envelope({}, [{ type: 'event', payload: errorEvent({ platform: 'javascript' }) }]), {
+      origin: 'https://shop.example',
+      'content-type': 'text/plain;charset=UTF-8',
+    });
+    expect(reply.status).toBe(200);
+    expect(reply.headers.get('access-control-allow-origin')).toBe('https://shop.example');
+    expect(reply.headers.get('access-control-expose-headers')).toMatch(/X-Sentry-Rate-Limits/i);
+  });
+
+  test('no key → 401; unknown key → 403; a DSN of another project → 403; a non-numeric project → 404', async () => {
+    const body = envelope({}, [{ type: 'event', payload: errorEvent() }]);
+    expect((await h.ingest.request('POST', `/api/${project.number}/envelope/`, body)).status).toBe(401);
+    expect((await h.ingest.request('POST', envelopePath(project, '?sentry_key=0123456789abcdef0123456789abcdef'), body)).status).toBe(403);
+    const other = await projectWithDsn(owner, h.ingest.baseUrl);
+    const crossed = await h.ingest.request('POST', `/api/${other.number}/envelope/?sentry_key=${project.publicKey}`, body);
+    expect(crossed.status).toBe(403);
+    expect(crossed.body.code).toBe('forbidden');
+    expect((await h.ingest.request('POST', `/api/abc/envelope/?sentry_key=${project.publicKey}`, body)).status).toBe(404);
+  });
+
+  test('a revoked DSN is refused within 5 seconds', async () => {
+    const fresh = await projectWithDsn(owner, h.ingest.baseUrl);
+    const body = envelope({}, [{ type: 'event', payload: errorEvent() }]);
+    expect((await h.ingest.request('POST', envelopePath(fresh), body)).status).toBe(200);
+    expect((await owner.client.delete(`/v1/projects/${fresh.id}/dsns/${fresh.dsnId}`)).status).toBe(204);
+    const revokedAt = Date.now();
+    let status = 200;
+    while (status === 200 && Date.now() - revokedAt < 6000) {
+      status = (await h.ingest.request('POST', envelopePath(fresh), body)).status;
+      if (status === 200) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(status).toBe(403);
+    expect(Date.now() - revokedAt).toBeLessThan(5000);
+  });
+
+  test('malformed envelopes answer 400 with the error body', async () => {
+    for (const body of ['', 'not json\n', '{}\n{"length": 50}\nshort', '{}\n{"type":"event","length":3}\nabcdef\n', '{}\n{"type":"event"}\n{not json}\n']) {
+      const reply = await h.ingest.request('POST', envelopePath(project), body);
+      expect({ body, status: reply.status, code: reply.body?.code }).toEqual({ body, status: 400, code: 'invalid_request' });
+    }
+  });
+
+  test('unknown item types are skipped and the rest is accepted', async () => {
+    const event = errorEvent();
+    const reply = await h.ingest.request('POST', envelopePath(project), envelope({ event_id: event.event_id }, [{ type: 'something_new', payload: { a: 1 } }, { type: 'event', payload: event }]));
+    expect(reply.status).toBe(200);
+    expect(reply.body).toEqual({ id: event.event_id });
+  });
+
+  test('a gzip bomb answers 413 and an unknown encoding 415', async () => {
+    const bomb = await fetch(`${h.ingest.baseUrl}${envelopePath(project)}`, { method: 'POST', body: gzipBomb(), headers: { 'content-encoding': 'gzip' } });
+    expect(bomb.status).toBe(413);
+    expect((await bomb.json()).code).toBe('payload_too_large');
+    const odd = await fetch(`${h.ingest.baseUrl}${envelopePath(project)}`, { method: 'POST', body: 'x', headers: { 'content-encoding': 'lzma' } });
+    expect(odd.status).toBe(415);
+  });
+});
+
+describe('OTLP endpoints', () => {
+  test('wrong content type → 415; no key → 401; malformed protobuf or JSON → 400', async () => {
+    const auth = { authorization: `Bearer ${project.publicKey}` };
+    expect((await h.ingest.request('POST', '/v1/traces', '{}', { ...auth, 'content-type': 'text/plain' })).status).toBe(415);
+    expect((await h.ingest.request('POST', '/v1/traces', '{}', { 'content-type': 'application/json' })).status).toBe(401);
+    const badProto = await fetch(`${h.ingest.baseUrl}/v1/traces`, { method: 'POST', body: Buffer.from([0x0a, 0xff, 0xff, 0xff]), headers: { ...auth, 'content-type': 'application/x-protobuf' } });
+    expect(badProto.status).toBe(400);
+    expect((await h.ingest.request('POST', '/v1/logs', '{"resourceLogs": 5}', { ...auth, 'content-type': 'application/json' })).status).toBe(400);
+    const ok = await h.ingest.request('POST', '/v1/metrics', '{"resourceMetrics": []}', { ...auth, 'content-type': 'application/json' });
+    expect(ok.status).toBe(200);
+    expect(ok.body).toEqual({});
+  });
+});
+
+describe('abuse limits and unavailable Redis', () => {
+  test('over the per-DSN limit: 429 with Retry-After and X-Sentry-Rate-Limits', async () => {
+    const limited = await startHarness({ INGEST_RATE_LIMIT_PER_SECOND: '2' });
+    try {
+      const body = envelope({}, [{ type: 'event', payload: errorEvent() }]);
+      const statuses: number[] = [];
+      let last: Awaited<ReturnType<typeof limited.ingest.request>> | undefined;
+      for (let i = 0; i < 4; i++) {
+        last = await limited.ingest.request('POST', envelopePath(project), body);
+        statuses.push(last.status);
+      }
+      expect(statuses.slice(0, 2)).toEqual([200, 200]);
+      expect(statuses).toContain(429);
+      const refusal = statuses.at(-1) === 429 ? last! : undefined;
+      expect(refusal?.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(refusal?.headers.get('x-sentry-rate-limits')).toMatch(/^\d+::key/);
+    } finally {
+      await limited.close();
+    }
+  });
+
+  test('with Redis unreachable, ingest answers 503 with Retry-After within a second', async () => {
+    const down = await startHarness({ REDIS_URL: 'redis://127.0.0.1:1' });
+    try {
+      const started = Date.now();
+      const reply = await down.ingest.request('POST', envelopePath(project), envelope({}, [{ type: 'event', payload: errorEvent() }]));
+      expect(Date.now() - started).toBeLessThan(1000);
+      expect(reply.status).toBe(503);
+      expect(reply.headers.get('retry-after')).toMatch(/^\d+$/);
+    } finally {
+      await down.close();
+    }
+  });
+});

@@ -1,0 +1,173 @@
+import mongoose from 'mongoose';
+import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { signUp, type Account } from '../support/factories/accounts.js';
+import { envelope, errorEvent, eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { eventually } from '../support/wait.js';
+
+let h: Harness;
+let owner: Account;
+beforeAll(async () => {
+  h = await startHarness({}, { workers: true });
+  owner = await signUp(h);
+});
+afterAll(async () => {
+  await h.close();
+  await dropTestDatabase();
+});
+
+async function send(project: ProjectWithDsn, ...events: Record<string, unknown>[]) {
+  for (const event of events) {
+    const reply = await h.ingest.request('POST', `/api/${project.number}/envelope/?sentry_key=${project.publicKey}`, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]));
+    expect(reply.status).toBe(200);
+  }
+}
+
+async function issuesOnceCounted(account: Account, project: ProjectWithDsn, total: number) {
+  return eventually(async () => {
+    const reply = await account.client.get(`/v1/issues?project=${project.id}`);
+    const counted = reply.body.data.reduce((sum: number, issue: { count: number }) => sum + issue.count, 0);
+    return counted >= total ? reply.body.data : undefined;
+  }, `${total} events counted`);
+}
+
+describe('grouping through the pipeline', () => {
+  test('the same error from different lines is one issue; another exception type is another', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    await send(project, errorEvent({}, { lineno: 10 }), errorEvent({}, { lineno: 99 }), errorEvent({}, { type: 'RangeError', value: 'index out of range' }));
+    const issues = await issuesOnceCounted(owner, project, 3);
+    expect(issues.map((i: { title: string; count: number }) => [i.title.split(':')[0], i.count]).sort()).toEqual([['RangeError', 1], ['TypeError', 2]]);
+  });
+});
+
+describe('idempotency', () => {
+  test('one event_id sent twice, and 50 times concurrently, is stored once and counted once', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const twice = errorEvent();
+    await send(project, twice, twice);
+    const many = errorEvent({}, { type: 'ConcurrencyError', value: 'sent fifty times' });
+    const body = envelope({ event_id: many.event_id }, [{ type: 'event', payload: many }]);
+    const replies = await Promise.all(Array.from({ length: 50 }, () => h.ingest.request('POST', `/api/${project.number}/envelope/?sentry_key=${project.publicKey}`, body)));
+    expect(replies.every((r) => r.status === 200)).toBe(true);
+    const marker = errorEvent({}, { type: 'MarkerError', value: 'sent after the others' });
+    await send(project, marker);
+    const issues = await issuesOnceCounted(owner, project, 3);
+    await eventually(async () => ((await mongoose.connection.db!.collection('errorevents').countDocuments({ eventId: marker.event_id, issueId: { $ne: null } })) === 1 ? true : undefined), 'the marker');
+    expect(issues.map((i: { type: string; count: number }) => [i.type, i.count]).sort()).toEqual([['ConcurrencyError', 1], ['MarkerError', 1], ['TypeError', 1]]);
+    const stored = await mongoose.connection.db!.collection('errorevents').countDocuments({ eventId: { $in: [twice.event_id, many.event_id] } });
+    expect(stored).toBe(2);
+  });
+});
+
+describe('status changes', () => {
+  let project: ProjectWithDsn;
+  beforeAll(async () => {
+    project = await projectWithDsn(owner, h.ingest.baseUrl);
+  });
+
+  const issueOf = async (type: string, count: number) =>
+    eventually(async () => {
+      const reply = await owner.client.get(`/v1/issues?project=${project.id}`);
+      return reply.body.data.find((i: { type: string; count: number }) => i.type === type && i.count === count);
+    }, `${type} with ${count} events`);
+
+  test('ignore until N more events: ignored until the count passes, then unresolved', async () => {
+    await send(project, errorEvent({}, { type: 'NoisyError' }));
+    const issue = await issueOf('NoisyError', 1);
+    const ignored = await owner.client.patch(`/v1/issues/${issue.id}`, { action: 'ignore', until_count: 2 });
+    expect(ignored.body).toMatchObject({ status: 'ignored', ignore: { until: null, until_count: 3 } });
+    await send(project, errorEvent({}, { type: 'NoisyError' }));
+    expect((await issueOf('NoisyError', 2)).status).toBe('ignored');
+    await send(project, errorEvent({}, { type: 'NoisyError' }));
+    expect((await issueOf('NoisyError', 3)).status).toBe('unresolved');
+  });
+
+  test('ignored without a condition stays ignored; reopen makes it unresolved; actions are idempotent', async () => {
+    await send(project, errorEvent({}, { type: 'QuietError' }));
+    const issue = await issueOf('QuietError', 1);
+    expect((await owner.client.patch(`/v1/issues/${issue.id}`, { action: 'ignore' })).body).toMatchObject({ status: 'ignored', ignore: { until: null, until_count: null } });
+    await send(project, errorEvent({}, { type: 'QuietError' }));
+    expect((await issueOf('QuietError', 2)).status).toBe('ignored');
+    expect((await owner.client.patch(`/v1/issues/${issue.id}`, { action: 'reopen' })).body.status).toBe('unresolved');
+    expect((await owner.client.patch(`/v1/issues/${issue.id}`, { action: 'reopen' })).status).toBe(200);
+  });
+
+  test('ignore until a time: the scheduled job reopens it once the time passes', async () => {
+    await send(project, errorEvent({}, { type: 'TimedError' }));
+    const issue = await issueOf('TimedError', 1);
+    const until = new Date(Date.now() + 1500).toISOString();
+    expect((await owner.client.patch(`/v1/issues/${issue.id}`, { action: 'ignore', until })).body).toMatchObject({ status: 'ignored', ignore: { until } });
+    const { reopenExpiredIgnores } = await import('../../src/shared/features/issues/service.js');
+    expect(await reopenExpiredIgnores()).toBe(0);
+    await new Promise((r) => setTimeout(r, 1600));
+    expect(await reopenExpiredIgnores()).toBe(1);
+    expect((await owner.client.get(`/v1/issues/${issue.id}`)).body.status).toBe('unresolved');
+  });
+
+  test('bad actions and conditions answer validation_failed', async () => {
+    await send(project, errorEvent({}, { type: 'ValidatedError' }));
+    const issue = await issueOf('ValidatedError', 1);
+    for (const body of [{ action: 'delete' }, { action: 'resolve', until_count: 5 }, { action: 'ignore', until_count: 0 }, { action: 'ignore', until: '2001-01-01T00:00:00Z' }]) {
+      const reply = await owner.client.patch(`/v1/issues/${issue.id}`, body);
+      expect({ body, status: reply.status, code: reply.body.code }).toEqual({ body, status: 400, code: 'validation_failed' });
+    }
+  });
+});
+
+describe('feedback', () => {
+  test('submitted with a session, an API key or a DSN, and listed newest first', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const key = (await owner.client.post('/v1/api-keys', { name: 'feedback', role: 'member' })).body.secret;
+    const bySession = await owner.client.post('/v1/feedback', { project_id: project.id, message: 'The checkout button does nothing', email: 'buyer@example.com' });
+    expect(bySession.status).toBe(201);
+    expect((await h.api.with({ bearer: key }).post('/v1/feedback', { project_id: project.id, message: 'from a script' })).status).toBe(201);
+    const byDsn = await h.api.with({ authorization: `DSN ${project.publicKey}` }).post('/v1/feedback', { message: 'from the widget', associated_event_id: eventId() });
+    expect(byDsn.status).toBe(201);
+    expect(byDsn.body.project_id).toBe(project.id);
+    expect((await h.api.with({ authorization: `DSN ${project.publicKey}` }).post('/v1/feedback', { message: 'x', project_id: (await projectWithDsn(owner, h.ingest.baseUrl)).id })).status).toBe(403);
+    expect((await owner.client.post('/v1/feedback', { message: 'no project' })).status).toBe(400);
+    const listed = await owner.client.get(`/v1/feedback?project=${project.id}`);
+    expect(listed.body.data.map((f: { message: string; source: string }) => [f.message, f.source])).toEqual([
+      ['from the widget', 'api'],
+      ['from a script', 'api'],
+      ['The checkout button does nothing', 'api'],
+    ]);
+  });
+
+  test('feedback items from an SDK envelope arrive in the list', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const id = eventId();
+    const item = { event_id: id, timestamp: Date.now() / 1000, type: 'feedback', contexts: { feedback: { message: 'Love the new search', contact_email: 'fan@example.com', name: 'Fan' } } };
+    const reply = await h.ingest.request('POST', `/api/${project.number}/envelope/?sentry_key=${project.publicKey}`, envelope({ event_id: id }, [{ type: 'feedback', payload: item }]));
+    expect(reply.status).toBe(200);
+    const listed = await eventually(async () => {
+      const r = await owner.client.get(`/v1/feedback?project=${project.id}`);
+      return r.body.data.length ? r.body.data : undefined;
+    }, 'the feedback');
+    expect(listed).toEqual([expect.objectContaining({ message: 'Love the new search', email: 'fan@example.com', name: 'Fan', source: 'feedback' })]);
+  });
+});
+
+describe('tenant isolation and credentials', () => {
+  test('another organisation’s issue answers exactly like a missing one; DSNs cannot read', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    await send(project, errorEvent({}, { type: 'PrivateError' }));
+    const issue = await eventually(async () => (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data[0], 'the issue');
+    const intruder = await signUp(h, 'intruder');
+    const missing = '0123456789abcdef01234567';
+    for (const [method, path, body] of [
+      ['GET', `/v1/issues/${issue.id}`, undefined],
+      ['GET', `/v1/issues/${issue.id}/events`, undefined],
+      ['PATCH', `/v1/issues/${issue.id}`, { action: 'resolve' }],
+    ] as const) {
+      const theirs = await intruder.client.request(method, path, body);
+      const absent = await intruder.client.request(method, path.replace(issue.id, missing), body);
+      expect(theirs.status).toBe(404);
+      expect({ ...theirs.body, request_id: '' }).toEqual({ ...absent.body, request_id: '' });
+    }
+    expect((await intruder.client.get(`/v1/issues?project=${project.id}`)).status).toBe(404);
+    expect((await intruder.client.get('/v1/issues')).body.data).toEqual([]);
+    expect((await owner.client.get(`/v1/issues/${issue.id}`)).body.status).toBe('unresolved');
+    const dsn = h.api.with({ authorization: `DSN ${project.publicKey}` });
+    for (const path of ['/v1/issues', `/v1/issues/${issue.id}`, '/v1/users', '/v1/feedback']) expect((await dsn.get(path)).status).toBe(403);
+  });
+});

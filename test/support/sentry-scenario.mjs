@@ -1,0 +1,54 @@
+// A small application using the stock @sentry/node SDK, run as its own process so the SDK sees a
+// normal Node runtime. It reports what it sent as one JSON line on stdout.
+import * as Sentry from '@sentry/node';
+
+const scenario = process.argv[2];
+Sentry.init({
+  dsn: process.env.SENTRY_DSN,
+  release: 'shop@2.4.1',
+  environment: 'staging',
+  tracesSampleRate: 1.0,
+  enableLogs: true,
+});
+
+function failInCheckout(orderId) {
+  const order = undefined;
+  return order.total + orderId;
+}
+
+const sent = {};
+switch (scenario) {
+  case 'errors': {
+    try {
+      failInCheckout(1);
+    } catch (error) {
+      sent.exception = Sentry.captureException(error);
+    }
+    sent.message = Sentry.captureMessage('Payment provider timed out after 3000 ms for order 1234');
+    sent.sameMessageOtherNumbers = Sentry.captureMessage('Payment provider timed out after 4500 ms for order 98765');
+    Sentry.withScope((scope) => {
+      scope.setFingerprint(['payment-gateway-down']);
+      sent.fingerprintA = Sentry.captureException(new Error('gateway 502'));
+      sent.fingerprintB = Sentry.captureException(new RangeError('completely different'));
+    });
+    Sentry.withScope((scope) => {
+      scope.setUser({ id: 'user-42', email: 'ada@example.com', username: 'ada' });
+      sent.withUser = Sentry.captureException(new SyntaxError('bad coupon code'));
+    });
+    break;
+  }
+  case 'telemetry': {
+    sent.checkIn = Sentry.captureCheckIn({ monitorSlug: 'nightly-report', status: 'ok', duration: 12.5 });
+    await Sentry.startSpan({ name: 'GET /cart', op: 'http.server' }, async () => {
+      await Sentry.startSpan({ name: 'SELECT * FROM carts WHERE id = ?', op: 'db' }, async () => new Promise((r) => setTimeout(r, 5)));
+      Sentry.logger.info(Sentry.logger.fmt`cart ${'c-77'} loaded with ${3} items`);
+      Sentry.logger.warn('inventory low for sku-9');
+    });
+    Sentry.metrics.count('cart.loaded', 1);
+    break;
+  }
+  default:
+    throw new Error(`unknown scenario ${scenario}`);
+}
+await Sentry.flush(10_000);
+process.stdout.write(`${JSON.stringify(sent)}\n`);
