@@ -211,13 +211,13 @@ function msOf(value: unknown, at: string): number {
 }
 
 const HEX = /^[0-9a-fA-F]+$/;
-const ZEROS = /^0+$/;
+export const ZEROS = /^0+$/;
 
 /**
  * Lowercase hex of an id: from protobuf bytes, or from the hex string OTLP/JSON writes. '' when absent or
  * empty; null when invalid (wrong length, not hex, wrong type) so the caller can reject the record.
  */
-function hexIdOf(value: unknown, bytes: number): string | null {
+export function hexIdOf(value: unknown, bytes: number): string | null {
   if (value === undefined || value === null) return '';
   if (value instanceof Uint8Array) {
     if (value.length === 0) return '';
@@ -231,7 +231,7 @@ function hexIdOf(value: unknown, bytes: number): string | null {
 // ---------------------------------------------------------------------------------------------------------
 // AnyValue and attributes
 
-type PlainValue = string | number | boolean | null | PlainValue[] | { [key: string]: PlainValue };
+export type PlainValue = string | number | boolean | null | PlainValue[] | { [key: string]: PlainValue };
 
 /** Nesting bound for AnyValue: real attributes are shallow, and the readers below recurse. */
 const MAX_VALUE_DEPTH = 16;
@@ -293,7 +293,7 @@ function attributesOf(list: unknown, at: string): Attributes {
   return attributes;
 }
 
-function flattenInto(attributes: Attributes, key: string, value: PlainValue): void {
+export function flattenInto(attributes: Attributes, key: string, value: PlainValue): void {
   if (value === null) return;
   if (Array.isArray(value)) {
     attributes[key] = value.map((element) => (typeof element === 'object' && element !== null ? JSON.stringify(element) : element));
@@ -305,7 +305,7 @@ function flattenInto(attributes: Attributes, key: string, value: PlainValue): vo
 }
 
 /** The first of `names` holding a scalar, as text (a version sent as a number still names a version). */
-function textOf(attributes: Attributes, ...names: string[]): string | undefined {
+export function textOf(attributes: Attributes, ...names: string[]): string | undefined {
   for (const name of names) {
     const value = attributes[name];
     if (typeof value === 'string' ? value !== '' : typeof value === 'number' || typeof value === 'boolean') return String(value);
@@ -344,7 +344,7 @@ function resourceOf(value: unknown, at: string): ResourceContext {
   };
 }
 
-const environmentOf = (attributes: Attributes) =>
+export const environmentOf = (attributes: Attributes) =>
   textOf(attributes, 'deployment.environment.name', 'deployment.environment', 'sentry.environment');
 
 /** Walks resource → scope → item lists, handing each item its path and resource. */
@@ -464,7 +464,7 @@ function spanOf(span: Plain, at: string, resource: ResourceContext, outcome: Dec
   };
 }
 
-function httpOf(attributes: Attributes): SpanRecord['http'] {
+export function httpOf(attributes: Attributes): SpanRecord['http'] {
   const method = textOf(attributes, 'http.request.method', 'http.method');
   const route = textOf(attributes, 'http.route');
   const statusCode = integerAttributeOf(attributes, 'http.response.status_code', 'http.status_code');
@@ -475,7 +475,7 @@ function httpOf(attributes: Attributes): SpanRecord['http'] {
 }
 
 /** The path of `http.target` (path and query) or of a full URL (client spans carry only that). */
-function pathOf(target: string | undefined): string | undefined {
+export function pathOf(target: string | undefined): string | undefined {
   if (target === undefined) return undefined;
   try {
     return new URL(target, 'http://host').pathname;
@@ -484,7 +484,7 @@ function pathOf(target: string | undefined): string | undefined {
   }
 }
 
-function dbOf(attributes: Attributes): SpanRecord['db'] {
+export function dbOf(attributes: Attributes): SpanRecord['db'] {
   const system = textOf(attributes, 'db.system.name', 'db.system');
   if (system === undefined) return undefined;
   return {
@@ -497,7 +497,7 @@ function dbOf(attributes: Attributes): SpanRecord['db'] {
   };
 }
 
-function messagingOf(attributes: Attributes): SpanRecord['messaging'] {
+export function messagingOf(attributes: Attributes): SpanRecord['messaging'] {
   const system = textOf(attributes, 'messaging.system');
   if (system === undefined) return undefined;
   return {
@@ -511,7 +511,7 @@ function messagingOf(attributes: Attributes): SpanRecord['messaging'] {
 // Logs
 
 /** Severity names loggers put in `severityText` when they leave the number unset. */
-const severityByText: Record<string, number> = {
+export const severityByText: Record<string, number> = {
   trace: 1,
   debug: 5,
   info: 9,
