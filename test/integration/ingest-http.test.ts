@@ -85,10 +85,18 @@ describe('Sentry envelope endpoint', () => {
   });
 
   test('malformed envelopes answer 400 with the error body', async () => {
-    for (const body of ['', 'not json\n', '{}\n{"length": 50}\nshort', '{}\n{"type":"event","length":3}\nabcdef\n', '{}\n{"type":"event"}\n{not json}\n']) {
+    for (const body of ['', 'not json\n', '{}\n{"length": 50}\nshort', '{}\n{"type":"event","length":3}\nabcdef\n', '{"event_id":"not-an-id"}\n']) {
       const reply = await h.ingest.request('POST', envelopePath(project), body);
       expect({ body, status: reply.status, code: reply.body?.code }).toEqual({ body, status: 400, code: 'invalid_request' });
     }
+  });
+
+  test('an item that is not valid JSON is dropped and the rest accepted, as Relay does', async () => {
+    const event = errorEvent();
+    const body = `{"event_id":"${event.event_id}"}\n{"type":"event"}\n{not json}\n{"type":"event"}\n${JSON.stringify(event)}\n`;
+    const reply = await h.ingest.request('POST', envelopePath(project), body);
+    expect(reply.status).toBe(200);
+    expect(reply.body).toEqual({ id: event.event_id });
   });
 
   test('unknown item types are skipped and the rest is accepted', async () => {

@@ -11,6 +11,11 @@ Sentry.init({
   enableLogs: true,
 });
 
+/** Reported from one place, as applications do: Sentry groups captureMessage events by that call site. */
+function reportProviderTimeout(ms, orderId) {
+  return Sentry.captureMessage(`Payment provider timed out after ${ms} ms for order ${orderId}`);
+}
+
 function failInCheckout(orderId) {
   const order = undefined;
   return order.total + orderId;
@@ -24,8 +29,8 @@ switch (scenario) {
     } catch (error) {
       sent.exception = Sentry.captureException(error);
     }
-    sent.message = Sentry.captureMessage('Payment provider timed out after 3000 ms for order 1234');
-    sent.sameMessageOtherNumbers = Sentry.captureMessage('Payment provider timed out after 4500 ms for order 98765');
+    sent.message = reportProviderTimeout(3000, 1234);
+    sent.sameMessageOtherNumbers = reportProviderTimeout(4500, 98765);
     Sentry.withScope((scope) => {
       scope.setFingerprint(['payment-gateway-down']);
       sent.fingerprintA = Sentry.captureException(new Error('gateway 502'));

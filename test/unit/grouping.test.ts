@@ -301,6 +301,12 @@ describe('issueTitle, culprit and crashingFrames', () => {
     expect(issueTitle({})).toBe('<unlabeled event>');
   });
 
+  test('SDK 11 captureMessage (a typeless synthetic exception) is titled by the message alone', () => {
+    const captured = { message: 'Payment timed out', exception: { values: [{ value: 'Payment timed out', mechanism: { type: 'generic', handled: true, synthetic: true } }] } };
+    expect(issueTitle(captured)).toBe('Payment timed out');
+    expect(issueTitle({ exception: { values: [{ value: 'no type, not synthetic' }] } })).toBe('Error: no type, not synthetic');
+  });
+
   test('the culprit is the transaction, else the crashing in-app frame', () => {
     expect(culprit(nodeError({ transaction: 'GET /orders/:id' }))).toBe('GET /orders/:id');
     expect(culprit(nodeError())).toBe('findOrder (dist.services:orders)');

@@ -392,6 +392,14 @@ describe('decodeLogs', () => {
     expect(levels).toEqual(['trace', 'trace', 'debug', 'debug', 'info', 'info', 'warn', 'warn', 'error', 'error', 'fatal', 'fatal']);
   });
 
+  it('a severity text naming an object property is just an unknown severity', () => {
+    for (const severityText of ['constructor', '__proto__', 'toString']) {
+      const request = { resourceLogs: [{ scopeLogs: [{ logRecords: [{ timeUnixNano: nanos(T0), severityText, body: { stringValue: 'x' } }] }] }] };
+      const [log] = decodeLogs(jsonOf(request), 'json').logs;
+      expect(logRecord.parse(log)).toMatchObject({ severityNumber: 9, level: 'info' });
+    }
+  });
+
   it('rejects records with malformed ids and treats all-zero ids as no trace context', () => {
     const request = {
       resourceLogs: [

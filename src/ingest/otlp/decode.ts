@@ -537,7 +537,8 @@ function logOf(log: Plain, at: string, resource: ResourceContext, receivedMs: nu
   const observedTimeMs = msOf(log.observedTimeUnixNano, `${at}.observedTimeUnixNano`);
   const number = integerOf(log.severityNumber, `${at}.severityNumber`, 'int32');
   const severityText = stringOf(log.severityText, `${at}.severityText`).toLowerCase();
-  const severityNumber = number >= 1 && number <= 24 ? number : (severityByText[severityText] ?? 9);
+  // hasOwn: a severityText such as "constructor" must not reach the object's prototype.
+  const severityNumber = number >= 1 && number <= 24 ? number : Object.hasOwn(severityByText, severityText) ? severityByText[severityText]! : 9;
   const body = plainValueOf(log.body, `${at}.body`);
   const attributes = attributesOf(log.attributes, `${at}.attributes`);
   const template = attributes['sentry.message.template'];

@@ -59,5 +59,11 @@ export function errorEvent(overrides: Record<string, unknown> = {}, options: { t
   };
 }
 
-/** 100 MB of zeros gzipped: a few hundred KB on the wire. */
-export const gzipBomb = () => gzipSync(Buffer.alloc(100 * 1024 * 1024), { level: 9 });
+/**
+ * 256 MiB of zeros as 16 concatenated gzip members (a valid gzip stream), about 256 KB on the wire and
+ * past the 100 MiB decompressed cap, built without ever holding more than 16 MiB.
+ */
+export function gzipBomb(): Buffer {
+  const member = gzipSync(Buffer.alloc(16 * 1024 * 1024), { level: 9 });
+  return Buffer.concat(Array.from({ length: 16 }, () => member));
+}

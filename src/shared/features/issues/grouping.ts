@@ -344,6 +344,8 @@ export function issueTitle(event: SentryEventLike): string {
   const exception = exceptionsOf(event).at(-1);
   const type = text(exception?.type)?.trim();
   const value = text(exception?.value);
+  // SDK 11 sends captureMessage as a typeless synthetic exception: its value is the message itself.
+  if (value && !type && exception?.mechanism?.synthetic) return firstLineTruncated(value, TITLE_VALUE_LENGTH);
   if (value) return `${type ?? 'Error'}: ${firstLineTruncated(value, TITLE_VALUE_LENGTH)}`;
   if (type) return type;
   const message = formattedMessage(event);
