@@ -11,7 +11,7 @@ Sentry.init({
   enableLogs: true,
 });
 
-/** Reported from one place, as applications do: Sentry groups captureMessage events by that call site. */
+/** Reported from one code path, as applications do: Sentry groups captureMessage events by their stack. */
 function reportProviderTimeout(ms, orderId) {
   return Sentry.captureMessage(`Payment provider timed out after ${ms} ms for order ${orderId}`);
 }
@@ -29,8 +29,7 @@ switch (scenario) {
     } catch (error) {
       sent.exception = Sentry.captureException(error);
     }
-    sent.message = reportProviderTimeout(3000, 1234);
-    sent.sameMessageOtherNumbers = reportProviderTimeout(4500, 98765);
+    [sent.message, sent.sameMessageOtherNumbers] = [[3000, 1234], [4500, 98765]].map(([ms, order]) => reportProviderTimeout(ms, order));
     Sentry.withScope((scope) => {
       scope.setFingerprint(['payment-gateway-down']);
       sent.fingerprintA = Sentry.captureException(new Error('gateway 502'));
