@@ -5,6 +5,7 @@ import helmet from 'helmet';
 import type { Redis } from 'ioredis';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../shared/config.js';
+import { createBlobStore } from '../shared/clients/blob.js';
 import { pingMongo } from '../shared/clients/mongo.js';
 import { pingRedis } from '../shared/clients/redis.js';
 import { errorHandler, notFoundRoute } from '../shared/http/errors.js';
@@ -57,7 +58,8 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
       exposedHeaders: ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'],
     }),
   );
-  app.use(healthRouter({ mongo: pingMongo, redis: () => pingRedis(redis) }));
+  const blobs = createBlobStore(config);
+  app.use(healthRouter({ mongo: pingMongo, redis: () => pingRedis(redis), blob: () => blobs.ping() }));
 
   const v1 = Router();
   v1.use(express.json({ limit: JSON_BODY_LIMIT }));

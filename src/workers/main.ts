@@ -1,5 +1,6 @@
 import { Queue, Worker, type Processor } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { createBlobStore } from '../shared/clients/blob.js';
 import { requestContext } from '../shared/context.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
@@ -14,7 +15,8 @@ const schedules = [
 ] as const;
 
 export async function startWorkers({ config, logger, redis }: { config: Config; logger: Logger; redis: Redis }) {
-  const processors: Record<QueueName, Processor> = { telemetry: telemetryProcessor(), maintenance: maintenanceProcessor(logger) };
+  const blobs = createBlobStore(config);
+  const processors: Record<QueueName, Processor> = { telemetry: telemetryProcessor(blobs), maintenance: maintenanceProcessor(logger, blobs) };
   const connection = { connection: redis, prefix: config.REDIS_PREFIX };
   const queues = new Map<QueueName, Queue>();
   const queue = (name: QueueName) => {

@@ -10,11 +10,12 @@ afterAll(async () => {
 });
 
 test('/healthz and /readyz answer on the API and the ingest service, listing each dependency', async () => {
-  for (const client of [h.api, h.ingest]) {
+  const checks = { api: ['mongo', 'redis', 'blob'], ingest: ['mongo', 'redis'] };
+  for (const [name, client] of [['api', h.api], ['ingest', h.ingest]] as const) {
     expect((await client.get('/healthz')).body).toEqual({ status: 'ok' });
     const ready = await client.get('/readyz');
     expect(ready.status).toBe(200);
-    expect(ready.body).toEqual({ status: 'ok', checks: [{ name: 'mongo', status: 'ok' }, { name: 'redis', status: 'ok' }] });
+    expect(ready.body).toEqual({ status: 'ok', checks: checks[name].map((check) => ({ name: check, status: 'ok' })) });
   }
   const unknown = await h.ingest.get('/nothing-here');
   expect(unknown.status).toBe(404);

@@ -1,13 +1,14 @@
 import { UnrecoverableError, type Job } from 'bullmq';
+import type { BlobStore } from '../../shared/clients/blob.js';
 import { reopenExpiredIgnores } from '../../shared/features/issues/service.js';
 import { cleanup } from '../../shared/features/maintenance/service.js';
 import type { Logger } from '../../shared/logger.js';
 
-export function maintenanceProcessor(logger: Logger) {
+export function maintenanceProcessor(logger: Logger, blobs: BlobStore) {
   return async (job: Job) => {
     switch (job.name) {
       case 'cleanup': {
-        const removed = await cleanup();
+        const removed = await cleanup(blobs);
         logger.info({ removed }, 'cleanup done');
         return removed;
       }

@@ -1,7 +1,71 @@
-import { Session } from '../accounts/model.js';
+import type { mongo, Types } from 'mongoose';
+import type { BlobStore } from '../../clients/blob.js';
+import { AppliedBatch } from '../../telemetry/storage.js';
+import { Organization, Session } from '../accounts/model.js';
+import { CheckIn } from '../checkins/model.js';
+import { Feedback } from '../feedback/model.js';
+import { ErrorEvent } from '../issues/model.js';
+import { Log, LogPattern } from '../logs/model.js';
+import { MetricName, MetricPoint, MetricSeries } from '../metrics/model.js';
+import { ReleaseHealth } from '../releases/model.js';
+import { Replay, ReplaySegment } from '../replays/model.js';
+import { Span, Trace } from '../traces/model.js';
 
-/** Removes what has outlived its time: expired sessions (MongoDB TTL indexes are outside the FerretDB intersection). */
-export async function cleanup(now = new Date()): Promise<{ sessions: number }> {
-  const sessions = await Session.deleteMany({ expiresAt: { $lte: now } });
-  return { sessions: sessions.deletedCount };
+const DAY_MS = 86_400_000;
+/** Far longer than any retry of a batch job, after which a replayed batch cannot arrive. */
+const APPLIED_BATCH_KEEP_MS = 7 * DAY_MS;
+/** Replay segments are removed in pages, each page's blobs before its documents. */
+const SEGMENT_PAGE = 500;
+
+/**
+ * Telemetry that expires with its organisation's retention, each by the time that makes it old (for
+ * summaries: their newest data). Usage counters are kept: they are the account's history, not telemetry.
+ */
+const expiring: [name: string, collection: mongo.Collection, timeField: string][] = [
+  ['errorEvents', ErrorEvent.collection, 'timestamp'],
+  ['feedback', Feedback.collection, 'receivedAt'],
+  ['spans', Span.collection, 'startAt'],
+  ['traces', Trace.collection, 'endAt'],
+  ['logs', Log.collection, 'time'],
+  ['logPatterns', LogPattern.collection, 'lastSeenAt'],
+  ['metricPoints', MetricPoint.collection, 'time'],
+  // A series quiet for longer than retention starts over: its next cumulative point counts in full.
+  ['metricSeries', MetricSeries.collection, 'lastAt'],
+  ['metricNames', MetricName.collection, 'lastSeenAt'],
+  ['checkIns', CheckIn.collection, 'time'],
+  ['releaseHealth', ReleaseHealth.collection, 'hour'],
+  ['replays', Replay.collection, 'lastSeenAt'],
+];
+
+/** Deletes an organisation's old replay segments, their blobs first so no document outlives its bytes' removal. */
+async function expireReplaySegments(orgId: Types.ObjectId, cutoff: Date, blobs: BlobStore): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const page = await ReplaySegment.find({ orgId, time: { $lt: cutoff } }, { blobKey: 1 }).limit(SEGMENT_PAGE).lean();
+    if (page.length === 0) return removed;
+    await Promise.all(page.map((segment) => blobs.delete(segment.blobKey)));
+    removed += (await ReplaySegment.deleteMany({ _id: { $in: page.map((segment) => segment._id) } })).deletedCount;
+  }
+}
+
+/**
+ * Removes what has outlived its time (MongoDB TTL indexes are outside the FerretDB intersection):
+ * expired sessions, claims of long-applied batches, and each organisation's telemetry older than its
+ * retention. Returns how many documents of each kind went.
+ */
+export async function cleanup(blobs: BlobStore, now = new Date()): Promise<Record<string, number>> {
+  const removed: Record<string, number> = {
+    sessions: (await Session.deleteMany({ expiresAt: { $lte: now } })).deletedCount,
+    appliedBatches: (await AppliedBatch.deleteMany({ appliedAt: { $lt: new Date(now.getTime() - APPLIED_BATCH_KEEP_MS) } })).deletedCount,
+    replaySegments: 0,
+  };
+  for await (const org of Organization.find({}, { retentionDays: 1 }).lean().cursor()) {
+    const cutoff = new Date(now.getTime() - org.retentionDays * DAY_MS);
+    removed.replaySegments! += await expireReplaySegments(org._id, cutoff, blobs);
+    for (const [name, collection, timeField] of expiring) {
+      const { deletedCount } = await collection.deleteMany({ orgId: org._id, [timeField]: { $lt: cutoff } });
+      removed[name] = (removed[name] ?? 0) + deletedCount;
+    }
+  }
+  return removed;
 }

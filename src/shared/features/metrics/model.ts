@@ -1,0 +1,81 @@
+import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
+import { metricTypes } from '../../telemetry/records.js';
+import { attributePairsField } from '../../telemetry/storage.js';
+
+const metricPointSchema = new Schema({
+  /** Derived from the series and time (see ingestMetricPoints), so a resent point clashes with its stored self. */
+  _id: { type: Schema.Types.ObjectId, required: true },
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  projectId: { type: Schema.Types.ObjectId, required: true },
+  name: { type: String, required: true },
+  type: { type: String, enum: metricTypes, required: true },
+  unit: { type: String, default: null },
+  /** The series a view draws as one line: name, service and attributes (see metricSeriesKey). */
+  seriesKey: { type: String, required: true },
+  service: { type: String, required: true },
+  environment: { type: String, default: null },
+  release: { type: String, default: null },
+  time: { type: Date, required: true },
+  startAt: { type: Date, default: null },
+  /** Monotonic sums and explicit histograms arrive cumulative and are stored as deltas; other points as sent. */
+  temporality: { type: String, enum: ['delta', 'cumulative'], default: null },
+  isMonotonic: { type: Boolean, default: null },
+  value: { type: Number, default: null },
+  count: { type: Number, default: null },
+  sum: { type: Number, default: null },
+  min: { type: Number, default: null },
+  max: { type: Number, default: null },
+  bucketCounts: { type: [Number], default: null },
+  explicitBounds: { type: [Number], default: null },
+  exponential: { type: Schema.Types.Mixed, default: null },
+  quantiles: { type: [{ _id: false, quantile: Number, value: Number }], default: null },
+  attributes: attributePairsField,
+  source: { type: String, required: true },
+});
+// a metric's points over a time window.
+metricPointSchema.index({ projectId: 1, name: 1, time: 1 });
+// retention cleanup by organisation and age.
+metricPointSchema.index({ orgId: 1, time: 1 });
+
+/**
+ * The last cumulative point of each series, from which the next one's delta is taken. Its `_id` is
+ * the series key plus the point's start time: each process incarnation of an exporter is its own
+ * series, so replicas of one service (whose instance attributes are not kept) never look like resets.
+ */
+const metricSeriesSchema = new Schema({
+  _id: { type: String, required: true },
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  projectId: { type: Schema.Types.ObjectId, required: true },
+  name: { type: String, required: true },
+  lastAt: { type: Date, required: true },
+  value: { type: Number, default: null },
+  count: { type: Number, default: null },
+  sum: { type: Number, default: null },
+  bucketCounts: { type: [Number], default: null },
+  explicitBounds: { type: [Number], default: null },
+});
+// retention cleanup of series that stopped reporting.
+metricSeriesSchema.index({ orgId: 1, lastAt: 1 });
+
+/** Every metric name a project has reported, with its type and unit. */
+const metricNameSchema = new Schema({
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  projectId: { type: Schema.Types.ObjectId, required: true },
+  name: { type: String, required: true },
+  type: { type: String, enum: metricTypes, required: true },
+  unit: { type: String, default: null },
+  firstSeenAt: { type: Date, required: true },
+  lastSeenAt: { type: Date, required: true },
+});
+// the registry upsert, and the metric picker (a project's names in order).
+metricNameSchema.index({ projectId: 1, name: 1 }, { unique: true });
+// retention cleanup of names no longer reported.
+metricNameSchema.index({ orgId: 1, lastSeenAt: 1 });
+
+export const MetricPoint = model('MetricPoint', metricPointSchema, 'metric_points');
+export const MetricSeries = model('MetricSeries', metricSeriesSchema, 'metric_series');
+export const MetricName = model('MetricName', metricNameSchema, 'metric_names');
+
+export type MetricPointDoc = InferSchemaType<typeof metricPointSchema>;
+export type MetricSeriesDoc = InferSchemaType<typeof metricSeriesSchema>;
+export type MetricNameDoc = InferSchemaType<typeof metricNameSchema> & { _id: Types.ObjectId };

@@ -1,0 +1,72 @@
+import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
+import { spanCategories, spanKinds, spanStatuses } from '../../telemetry/records.js';
+import { attributePairsField } from '../../telemetry/storage.js';
+
+/** `collection` is a Mongoose-reserved name, harmless here: spans are written natively and read lean. */
+const dbSchema = new Schema(
+  { system: String, statement: String, operation: String, collection: String, namespace: String, serverAddress: String },
+  { _id: false, suppressReservedKeysWarning: true },
+);
+
+const spanSchema = new Schema({
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  projectId: { type: Schema.Types.ObjectId, required: true },
+  traceId: { type: String, required: true },
+  spanId: { type: String, required: true },
+  parentSpanId: { type: String, default: null },
+  name: { type: String, required: true },
+  kind: { type: String, enum: spanKinds, required: true },
+  service: { type: String, required: true },
+  serviceVersion: { type: String, default: null },
+  environment: { type: String, default: null },
+  release: { type: String, default: null },
+  startAt: { type: Date, required: true },
+  endAt: { type: Date, required: true },
+  durationMs: { type: Number, required: true },
+  status: { type: String, enum: spanStatuses, required: true },
+  statusMessage: { type: String, default: null },
+  category: { type: String, enum: spanCategories, required: true },
+  http: { type: { _id: false, method: String, route: String, statusCode: Number, path: String }, default: null },
+  db: { type: dbSchema, default: null },
+  messaging: { type: { _id: false, system: String, destination: String, operation: String }, default: null },
+  peerService: { type: String, default: null },
+  isSegment: { type: Boolean, required: true },
+  attributes: attributePairsField,
+  events: { type: [{ _id: false, name: String, time: Date, attributes: attributePairsField }], default: [] },
+  links: { type: [{ _id: false, traceId: String, spanId: String, attributes: attributePairsField }], default: [] },
+  source: { type: String, required: true },
+});
+// one stored span per trace and span id, however often it is sent; by its prefix, one trace's spans.
+spanSchema.index({ projectId: 1, traceId: 1, spanId: 1 }, { unique: true });
+// a service's spans over time, and a category's (http, db, messaging) over time.
+spanSchema.index({ projectId: 1, service: 1, startAt: 1 });
+spanSchema.index({ projectId: 1, category: 1, startAt: 1 });
+// retention cleanup by organisation and age.
+spanSchema.index({ orgId: 1, startAt: 1 });
+
+/** One document per trace, maintained as its spans arrive. */
+const traceSchema = new Schema({
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  projectId: { type: Schema.Types.ObjectId, required: true },
+  traceId: { type: String, required: true },
+  startAt: { type: Date, required: true },
+  endAt: { type: Date, required: true },
+  spanCount: { type: Number, default: 0 },
+  errorCount: { type: Number, default: 0 },
+  services: { type: [String], default: [] },
+  /** Name and service of the span without a parent, once it has arrived. */
+  rootName: { type: String, default: null },
+  rootService: { type: String, default: null },
+});
+// the summary upsert, and opening one trace.
+traceSchema.index({ projectId: 1, traceId: 1 }, { unique: true });
+// the trace list, newest first, keyset-paged.
+traceSchema.index({ projectId: 1, startAt: -1, _id: -1 });
+// retention cleanup: a trace goes once its last span has expired.
+traceSchema.index({ orgId: 1, endAt: 1 });
+
+export const Span = model('Span', spanSchema);
+export const Trace = model('Trace', traceSchema);
+
+export type SpanDoc = InferSchemaType<typeof spanSchema> & { _id: Types.ObjectId };
+export type TraceDoc = InferSchemaType<typeof traceSchema> & { _id: Types.ObjectId };
