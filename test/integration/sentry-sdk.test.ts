@@ -1,8 +1,17 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { gunzipSync, gzipSync } from 'node:zlib';
+import { Types } from 'mongoose';
+import { createBlobStore } from '../../src/shared/clients/blob.js';
+import { CheckIn } from '../../src/shared/features/checkins/model.js';
+import { Log } from '../../src/shared/features/logs/model.js';
+import { MetricName } from '../../src/shared/features/metrics/model.js';
+import { Replay, ReplaySegment } from '../../src/shared/features/replays/model.js';
+import { Span, Trace } from '../../src/shared/features/traces/model.js';
+import { Usage } from '../../src/shared/features/usage/model.js';
 import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
-import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { eventually } from '../support/wait.js';
 
 const run = promisify(execFile);
@@ -105,4 +114,66 @@ describe('@sentry/node 11 pointed at the ingest service', () => {
     const unresolved = await owner.client.get(`/v1/issues?project=${project.id}&status=resolved`);
     expect(unresolved.body.data).toEqual([]);
   });
+});
+
+describe('the rest of what the SDK sends arrives and is stored', () => {
+  test('streamed spans, logs, a check-in and a metric from @sentry/node 11, counted in usage', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    await sentryApp('telemetry', project);
+    const projectId = new Types.ObjectId(project.id);
+    const spans = await eventually(async () => {
+      const found = await Span.find({ projectId }).lean();
+      return found.length >= 2 ? found : undefined;
+    }, 'two spans');
+    const server = spans.find((s) => s.name === 'GET /cart')!;
+    const db = spans.find((s) => s.name === 'SELECT * FROM carts WHERE id = ?')!;
+    expect(server).toMatchObject({ kind: 'server', category: 'http', service: 'shop', environment: 'staging', release: 'shop@2.4.1' });
+    expect(db).toMatchObject({ parentSpanId: server.spanId, traceId: server.traceId, category: 'db' });
+    const trace = await eventually(async () => (await Trace.findOne({ projectId, traceId: server.traceId }).lean()) ?? undefined, 'the trace summary');
+    expect(trace.spanCount).toBe(2);
+
+    const logs = await eventually(async () => {
+      const found = await Log.find({ projectId }).lean();
+      return found.length >= 2 ? found : undefined;
+    }, 'two logs');
+    expect(logs.map((l) => [l.level, l.body]).sort()).toEqual([['info', 'cart c-77 loaded with 3 items'], ['warn', 'inventory low for sku-9']]);
+    expect(logs.find((l) => l.level === 'info')!.traceId).toBe(server.traceId);
+
+    const checkIn = await eventually(async () => (await CheckIn.findOne({ projectId }).lean()) ?? undefined, 'the check-in');
+    expect(checkIn).toMatchObject({ monitorSlug: 'nightly-report', status: 'ok', durationMs: 12_500 });
+    await eventually(async () => (await MetricName.findOne({ projectId, name: 'cart.loaded' }).lean()) ?? undefined, 'the metric name');
+
+    const usage = await eventually(async () => {
+      const rows = await Usage.find({ projectId }).lean();
+      return rows.some((r) => r.category === 'spans') && rows.some((r) => r.category === 'logs') ? rows : undefined;
+    }, 'usage counters');
+    expect(usage.find((r) => r.category === 'spans')!.quantity).toBe(2);
+  }, 60_000);
+
+  test('a browser replay is kept only while the project captures replays', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const replayEnvelope = (replayId: string) => {
+      const recording = Buffer.concat([Buffer.from('{"segment_id":0}\n'), gzipSync(JSON.stringify([{ type: 4, data: { href: 'https://shop.example/cart' }, timestamp: Date.now() }]))]);
+      const event = { type: 'replay_event', replay_id: replayId, segment_id: 0, replay_type: 'session', timestamp: Date.now() / 1000, replay_start_timestamp: Date.now() / 1000 - 5, urls: ['https://shop.example/cart'], trace_ids: [], error_ids: [] };
+      const header = Buffer.from(`${JSON.stringify({ event_id: replayId })}\n${JSON.stringify({ type: 'replay_event' })}\n${JSON.stringify(event)}\n${JSON.stringify({ type: 'replay_recording', length: recording.length })}\n`);
+      return Buffer.concat([header, recording, Buffer.from('\n')]);
+    };
+    const send = async (replayId: string) => {
+      const response = await fetch(`${h.ingest.baseUrl}/api/${project.number}/envelope/?sentry_key=${project.publicKey}`, { method: 'POST', body: replayEnvelope(replayId), headers: { 'content-type': 'text/plain;charset=UTF-8' } });
+      expect(response.status).toBe(200);
+    };
+    const projectId = new Types.ObjectId(project.id);
+    const refused = eventId();
+    await send(refused);
+
+    expect((await owner.client.put(`/v1/projects/${project.id}/session-replay`, { enabled: true })).status).toBe(200);
+    await new Promise((r) => setTimeout(r, Number(h.config.INGEST_DSN_CACHE_MS) + 100));
+    const kept = eventId();
+    await send(kept);
+    const segment = await eventually(async () => (await ReplaySegment.findOne({ projectId, replayId: kept }).lean()) ?? undefined, 'the kept segment');
+    const bytes = await createBlobStore(h.config).get(segment.blobKey);
+    expect(JSON.parse(gunzipSync(bytes!).toString())[0].data.href).toBe('https://shop.example/cart');
+    expect(await ReplaySegment.countDocuments({ projectId, replayId: refused })).toBe(0);
+    expect(await Replay.countDocuments({ projectId, replayId: refused })).toBe(0);
+  }, 30_000);
 });
