@@ -9,4 +9,5 @@ export default {
   testMatch: ['<rootDir>/test/**/*.test.ts'],
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   testTimeout: 30000,
+  reporters: ['default', '<rootDir>/test/support/summary-reporter.mjs'],
 };
