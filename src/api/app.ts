@@ -51,11 +51,14 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
   app.use(requestId);
   app.use(pinoHttp({ logger, genReqId: (req) => (req as express.Request).requestId, quietReqLogger: true }));
   app.use(helmet());
+  const exposedHeaders = ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
   app.use(
-    cors({
-      origin: [config.DASHBOARD_ORIGIN],
-      credentials: true,
-      exposedHeaders: ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'],
+    cors((req, done) => {
+      const origin = req.headers.origin;
+      // The dashboard may send its cookie; a customer's page may only post feedback with a DSN, without cookies.
+      if (origin === config.DASHBOARD_ORIGIN) done(null, { origin, credentials: true, exposedHeaders });
+      else if (req.url === '/v1/feedback') done(null, { origin: true, credentials: false, methods: ['POST'], exposedHeaders });
+      else done(null, { origin: false });
     }),
   );
   const blobs = createBlobStore(config);

@@ -36,6 +36,7 @@ export function createIngestApp({ config, logger, redis }: IngestAppOptions): In
   const ctx: IngestContext = {
     dsns: new DsnCache(config.INGEST_DSN_CACHE_MS),
     limiter: createLimiter(redis, config.REDIS_PREFIX, 'ingest', config.INGEST_RATE_LIMIT_PER_SECOND, 1),
+    unauthenticated: createLimiter(redis, config.REDIS_PREFIX, 'ingest-unauthenticated', config.INGEST_UNAUTHENTICATED_PER_MINUTE, 60),
     batcher: new TelemetryBatcher(queue, redis, { maxItems: config.INGEST_BATCH_SIZE, maxWaitMs: config.INGEST_BATCH_WAIT_MS }),
   };
 

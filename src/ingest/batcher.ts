@@ -35,6 +35,12 @@ export class TelemetryBatcher {
 
   enqueue(kind: RecordKind, items: Stamped<unknown>[]): Promise<void> {
     if (items.length === 0) return Promise.resolve();
+    // One huge request still becomes jobs of at most maxItems records each.
+    if (items.length > this.options.maxItems) {
+      const chunks = [];
+      for (let i = 0; i < items.length; i += this.options.maxItems) chunks.push(this.enqueue(kind, items.slice(i, i + this.options.maxItems)));
+      return Promise.all(chunks).then(() => undefined);
+    }
     let batch = this.pending.get(kind);
     if (!batch) {
       batch = { items: [], waiters: [], timer: undefined };

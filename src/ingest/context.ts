@@ -11,16 +11,26 @@ import { sentryKeyFrom } from './sentry/auth.js';
 export interface IngestContext {
   dsns: DsnCache;
   limiter: RateLimiterAbstract;
+  /** Per client address, for requests without a valid key: a flood of bad keys is refused early. */
+  unauthenticated: RateLimiterAbstract;
   batcher: TelemetryBatcher;
 }
 
 /** Sentry SDKs back off per category on this header; an empty category list means every category. */
 const sentryRateLimitHeader = (retryAfter: number) => ({ 'X-Sentry-Rate-Limits': `${retryAfter}::key:rate_limited` });
 
+/** The key a request carries in its URL or headers, before any body is read. */
+export const requestKey = (req: Request) => sentryKeyFrom({ query: req.query as Record<string, unknown>, headers: req.headers });
+
+async function refuse(ctx: IngestContext, req: Request, res: Response, error: AppError): Promise<never> {
+  await consumeLimit(ctx.unauthenticated, `ip:${req.ip}`, res, sentryRateLimitHeader);
+  throw error;
+}
+
 /**
  * Resolves the key a client presented (any source Sentry or OTLP clients use), checks it is live and,
  * for Sentry routes, that it belongs to the project number in the path; then takes one point of the
- * DSN's abuse limit.
+ * DSN's abuse limit. Requests without a valid key count against their address instead.
  */
 export async function authorizeDsn(
   ctx: IngestContext,
@@ -29,9 +39,14 @@ export async function authorizeDsn(
   options: { envelopeHeader?: Record<string, unknown>; projectNumber?: number } = {},
 ): Promise<IngestDsn> {
   const key = sentryKeyFrom({ query: req.query as Record<string, unknown>, headers: req.headers, envelopeHeader: options.envelopeHeader });
-  if (!key) throw new AppError('unauthenticated', 'no DSN key: send sentry_key, X-Sentry-Auth or Authorization: Bearer <public key>');
-  const dsn = await ctx.dsns.resolve(key);
-  if (!dsn) throw new AppError('forbidden', 'DSN is unknown or revoked');
+  if (!key) return refuse(ctx, req, res, new AppError('unauthenticated', 'no DSN key: send sentry_key, X-Sentry-Auth or Authorization: Bearer <public key>'));
+  let dsn: IngestDsn | undefined;
+  try {
+    dsn = await ctx.dsns.resolve(key);
+  } catch (error) {
+    throw new AppError('not_ready', 'the DSN cannot be checked right now; retry later', { headers: { 'Retry-After': '5' }, cause: error });
+  }
+  if (!dsn) return refuse(ctx, req, res, new AppError('forbidden', 'DSN is unknown or revoked'));
   if (options.projectNumber !== undefined && dsn.projectNumber !== options.projectNumber) {
     throw new AppError('forbidden', 'this DSN does not belong to that project');
   }

@@ -43,6 +43,10 @@ const schema = z.object({
   INGEST_BATCH_SIZE: positiveInt.default(500),
   /** …or when the oldest has waited this long. */
   INGEST_BATCH_WAIT_MS: positiveInt.default(20),
+  /** Requests without a valid DSN one client address may send per minute before ingest refuses it with 429. */
+  INGEST_UNAUTHENTICATED_PER_MINUTE: positiveInt.default(120),
+  /** Telemetry batches each worker process handles at once (batches are idempotent, so order does not matter). */
+  WORKER_CONCURRENCY: positiveInt.default(4),
   /** Prefix of every BullMQ and cache key in Redis, so several deployments can share one Redis. */
   REDIS_PREFIX: z.string().min(1).default('slk'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),

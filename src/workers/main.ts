@@ -27,7 +27,8 @@ export async function startWorkers({ config, logger, redis }: { config: Config; 
     await queue(schedule.queue).upsertJobScheduler(schedule.id, { every: schedule.every }, { name: schedule.job, data: {} });
   }
   const workers = Object.entries(processors).map(([name, processor]) => {
-    const worker = new Worker(name, (job, token) => requestContext.run({ jobId: job.id }, () => processor(job, token)), connection);
+    const concurrency = name === 'telemetry' ? config.WORKER_CONCURRENCY : 1;
+    const worker = new Worker(name, (job, token) => requestContext.run({ jobId: job.id }, () => processor(job, token)), { ...connection, concurrency });
     worker.on('failed', (job, error) => logger.error({ err: error, queue: name, job: job?.name }, 'job failed'));
     worker.on('error', (error) => logger.error({ err: error, queue: name }, 'worker error'));
     return worker;

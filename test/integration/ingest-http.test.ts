@@ -145,6 +145,19 @@ describe('abuse limits and unavailable Redis', () => {
     }
   });
 
+  test('requests without a valid key are limited per address', async () => {
+    const strict = await startHarness({ INGEST_UNAUTHENTICATED_PER_MINUTE: '2' });
+    try {
+      const body = envelope({}, [{ type: 'event', payload: errorEvent() }]);
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await strict.ingest.request('POST', `/api/${project.number}/envelope/?sentry_key=${'f'.repeat(32)}`, body)).status);
+      expect(statuses).toEqual([403, 403, 429]);
+      expect((await strict.ingest.request('POST', envelopePath(project), body)).status).toBe(200);
+    } finally {
+      await strict.close();
+    }
+  });
+
   test('with Redis unreachable, ingest answers 503 with Retry-After within a second', async () => {
     const down = await startHarness({ REDIS_URL: 'redis://127.0.0.1:1' });
     try {

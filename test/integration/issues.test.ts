@@ -1,4 +1,4 @@
-import mongoose from 'mongoose';
+import mongoose, { Types } from 'mongoose';
 import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
@@ -55,6 +55,26 @@ describe('idempotency', () => {
     expect(issues.map((i: { type: string; count: number }) => [i.type, i.count]).sort()).toEqual([['ConcurrencyError', 1], ['MarkerError', 1], ['TypeError', 1]]);
     const stored = await mongoose.connection.db!.collection('errorevents').countDocuments({ eventId: { $in: [twice.event_id, many.event_id] } });
     expect(stored).toBe(2);
+  });
+});
+
+describe('the error processor after a crash and under concurrency', () => {
+  test('a retried batch counts the events it stored but never marked; another batch leaves them alone', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const { ErrorEvent, Issue } = await import('../../src/shared/features/issues/model.js');
+    const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: Date.now(), event } });
+    // As a batch that crashed after storing its events would leave them: stored, unmarked.
+    const crashed = errorEvent({}, { type: 'CrashRecoveryError' });
+    const inFlight = errorEvent({}, { type: 'InFlightError' });
+    for (const [event, batchId] of [[crashed, 'batch-1'], [inFlight, 'batch-2']] as const) {
+      await ErrorEvent.collection.insertOne({ orgId: new Types.ObjectId(owner.organization.id), projectId: new Types.ObjectId(project.id), eventId: event.event_id, issueId: null, batchId, timestamp: new Date(), receivedAt: new Date(), level: 'error', title: 't', data: '{}' });
+    }
+    await ingestErrorEvents([item(crashed), item(inFlight)], 'batch-1');
+    expect(await Issue.find({ projectId: new Types.ObjectId(project.id) }, { errorType: 1, eventCount: 1, _id: 0 }).lean()).toEqual([{ errorType: 'CrashRecoveryError', eventCount: 1 }]);
+    await ingestErrorEvents([item(crashed)], 'batch-1');
+    await ingestErrorEvents([item(crashed)], 'batch-3');
+    expect((await Issue.findOne({ errorType: 'CrashRecoveryError', projectId: new Types.ObjectId(project.id) }).lean())!.eventCount).toBe(1);
   });
 });
 
@@ -132,6 +152,15 @@ describe('feedback', () => {
       ['from a script', 'api'],
       ['The checkout button does nothing', 'api'],
     ]);
+  });
+
+  test('a customer’s page may post feedback cross-origin with a DSN, without cookies', async () => {
+    const preflight = await h.api.request('OPTIONS', '/v1/feedback', undefined, { origin: 'https://shop.example', 'access-control-request-method': 'POST', 'access-control-request-headers': 'authorization,content-type' });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get('access-control-allow-origin')).toBe('https://shop.example');
+    expect(preflight.headers.get('access-control-allow-credentials')).toBeNull();
+    const other = await h.api.request('OPTIONS', '/v1/projects', undefined, { origin: 'https://shop.example', 'access-control-request-method': 'GET' });
+    expect(other.headers.get('access-control-allow-origin')).toBeNull();
   });
 
   test('feedback items from an SDK envelope arrive in the list', async () => {

@@ -8,7 +8,7 @@ import { createBlobStore, type BlobStore } from '../../src/shared/clients/blob.j
 import { loadConfig } from '../../src/shared/config.js';
 import { CheckIn } from '../../src/shared/features/checkins/model.js';
 import { ingestCheckIns } from '../../src/shared/features/checkins/service.js';
-import { ErrorEvent } from '../../src/shared/features/issues/model.js';
+import { ErrorEvent, Issue } from '../../src/shared/features/issues/model.js';
 import { ingestErrorEvents } from '../../src/shared/features/issues/service.js';
 import { Log, LogPattern } from '../../src/shared/features/logs/model.js';
 import { ingestLogs } from '../../src/shared/features/logs/service.js';
@@ -468,7 +468,7 @@ describe('retention cleanup', () => {
         await ingestSessions([project.stamp(session({ startedMs: at, release: age }))]);
         await ingestReplayEvents([project.stamp(replayEvent(replayId, 0, { timeMs: at, urls: [age] }))]);
         await ingestReplayRecordings([project.stamp(recording(replayId, 0, Buffer.from(age), at))], blobs);
-        await ingestErrorEvents([project.stamp({ eventId: hex(16), timeMs: at, event: { message: age, level: 'error' } })]);
+        await ingestErrorEvents([project.stamp({ eventId: hex(16), timeMs: at, event: { message: age, level: 'error' } })], `retention-${age}`);
       }
     }
     const oldBlob = (await ReplaySegment.findOne({ projectId: kept.objectId, time: new Date(ages.old) }).lean())!.blobKey;
@@ -476,7 +476,7 @@ describe('retention cleanup', () => {
     const middleBlobOfKept = (await ReplaySegment.findOne({ projectId: kept.objectId, time: new Date(ages.middle) }).lean())!.blobKey;
 
     const removed = await cleanup(blobs, new Date(NOW));
-    expect(removed).toMatchObject({ errorEvents: 3, spans: 3, traces: 3, logs: 3, metricPoints: 3, checkIns: 3, releaseHealth: 3, replays: 3, replaySegments: 3 });
+    expect(removed).toMatchObject({ errorEvents: 3, issues: 3, spans: 3, traces: 3, logs: 3, metricPoints: 3, checkIns: 3, releaseHealth: 3, replays: 3, replaySegments: 3 });
 
     const survivors = async (projectId: Types.ObjectId) => ({
       spans: (await Span.find({ projectId }).lean()).map((s) => s.name).sort(),
@@ -489,6 +489,7 @@ describe('retention cleanup', () => {
       replays: (await Replay.find({ projectId }).lean()).flatMap((r) => r.urls).sort(),
       segments: await ReplaySegment.countDocuments({ projectId }),
       errorEvents: (await ErrorEvent.find({ projectId }).lean()).map((e) => e.title).sort(),
+      issues: (await Issue.find({ projectId }).lean()).map((i) => i.title).sort(),
     });
     expect(await survivors(kept.objectId)).toEqual({
       spans: ['fresh', 'middle'],
@@ -501,6 +502,7 @@ describe('retention cleanup', () => {
       replays: ['fresh', 'middle'],
       segments: 2,
       errorEvents: ['fresh', 'middle'],
+      issues: ['fresh', 'middle'],
     });
     expect(await survivors(brief.objectId)).toEqual({
       spans: ['fresh'],
@@ -513,6 +515,7 @@ describe('retention cleanup', () => {
       replays: ['fresh'],
       segments: 1,
       errorEvents: ['fresh'],
+      issues: ['fresh'],
     });
     expect(await blobs.get(oldBlob)).toBeUndefined();
     expect(await blobs.get(middleBlobOfBrief)).toBeUndefined();

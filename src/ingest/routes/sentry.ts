@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { AppError } from '../../shared/errors.js';
 import { readBody } from '../body.js';
-import { authorizeDsn, enqueueRecords, type IngestContext } from '../context.js';
+import { authorizeDsn, enqueueRecords, requestKey, type IngestContext } from '../context.js';
 import { parseEnvelope } from '../sentry/envelope.js';
 import { normalizeEnvelope, normalizeStoreEvent } from '../sentry/normalize.js';
 
@@ -16,9 +16,10 @@ export function sentryRouter(ctx: IngestContext): Router {
 
   router.post('/api/:projectNumber/envelope', async (req, res) => {
     const projectNumber = projectNumberOf(req.params.projectNumber);
-    const body = await readBody(req);
-    const envelope = parseEnvelope(body);
-    const dsn = await authorizeDsn(ctx, req, res, { envelopeHeader: envelope.header, projectNumber });
+    // SDKs put the key in the URL or a header: check it before reading up to 100 MiB of body.
+    const early = requestKey(req) ? await authorizeDsn(ctx, req, res, { projectNumber }) : undefined;
+    const envelope = parseEnvelope(await readBody(req));
+    const dsn = early ?? (await authorizeDsn(ctx, req, res, { envelopeHeader: envelope.header, projectNumber }));
     const { records, eventId } = await normalizeEnvelope(envelope, { nowMs: Date.now(), replayCapture: dsn.replayCapture });
     await enqueueRecords(ctx, dsn, records);
     res.json(eventId ? { id: eventId } : {});

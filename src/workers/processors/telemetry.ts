@@ -17,7 +17,7 @@ type Handlers = { [K in RecordKind]: (batch: TelemetryBatch<K>, batchId: string)
 /** One handler per record kind; each stores its batch idempotently, so a retried job changes nothing twice. */
 function handlers(blobs: BlobStore): Handlers {
   return {
-    errors: ({ items }) => ingestErrorEvents(items),
+    errors: ({ items }, batchId) => ingestErrorEvents(items, batchId),
     feedback: ({ items }) => ingestFeedback(items),
     spans: ({ items }) => ingestSpans(items),
     logs: ({ items }) => ingestLogs(items),

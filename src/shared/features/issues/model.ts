@@ -46,6 +46,8 @@ const errorEventSchema = new Schema({
   eventId: { type: String, required: true },
   /** Set once the event has been counted into its issue; an event stored but not counted is finished on retry. */
   issueId: { type: Schema.Types.ObjectId, default: null },
+  /** The batch that stored the event: only a retry of that batch may count it. */
+  batchId: { type: String, required: true },
   timestamp: { type: Date, required: true },
   receivedAt: { type: Date, required: true },
   level: { type: String, default: 'error' },

@@ -4,7 +4,8 @@ import { AppError, isDuplicateKey, notFound } from '../../errors.js';
 import { paginate, parseId } from '../../paging.js';
 import type { ErrorEventRecord, Stamped } from '../../telemetry/records.js';
 import { scopeFilter, type ViewScope } from '../../views.js';
-import { recordEndUser, type SentUser } from '../users/service.js';
+import { insertNew } from '../../telemetry/storage.js';
+import { recordEndUsers, userKeyOf, type SentUser } from '../users/service.js';
 import { crashingFrames, culprit, groupingHash, issueTitle, type SentryEventLike, type SentryExceptionLike } from './grouping.js';
 import { ErrorEvent, Issue, IssueUser, type ErrorEventDoc, type IssueDoc } from './model.js';
 import { issueSorts, type eventJson, type issueJson, type listIssuesQuery, type updateIssueBody } from './schemas.js';
@@ -27,29 +28,61 @@ function tagsOf(event: Record<string, unknown>): Record<string, string> {
   );
 }
 
-async function upsertIssue(orgId: Types.ObjectId, projectId: Types.ObjectId, event: Record<string, unknown>, eventId: string, at: Date): Promise<IssueDoc> {
-  const sentry = event as SentryEventLike;
-  const grouping = groupingHash(sentry);
-  const newest = exceptionsOf(sentry).at(-1);
-  const environment = str(event.environment);
-  const release = str(event.release);
+interface PreparedEvent {
+  key: string;
+  orgId: Types.ObjectId;
+  projectId: Types.ObjectId;
+  eventId: string;
+  at: Date;
+  event: Record<string, unknown>;
+  user: SentUser | undefined;
+  userKey: string | null;
+  hash: string;
+  groupingKind: string;
+}
+
+function prepare({ orgId, projectId, record }: Stamped<ErrorEventRecord>): PreparedEvent {
+  const event = record.event;
+  const user = (obj(event.user) as SentUser | null) ?? undefined;
+  const grouping = groupingHash(event as SentryEventLike);
+  return {
+    key: `${projectId}:${record.eventId}`,
+    orgId: new Types.ObjectId(orgId),
+    projectId: new Types.ObjectId(projectId),
+    eventId: record.eventId,
+    at: new Date(record.timeMs),
+    event,
+    user,
+    userKey: userKeyOf(user),
+    hash: grouping.hash,
+    groupingKind: grouping.kind,
+  };
+}
+
+/** One upsert for all of a batch's events of one issue: counts, first/last seen, and the newest event's details. */
+async function upsertIssue(events: PreparedEvent[]): Promise<IssueDoc> {
+  const newest = events.reduce((a, b) => (b.at >= a.at ? b : a));
+  const sentry = newest.event as SentryEventLike;
+  const exception = exceptionsOf(sentry).at(-1);
+  const environments = [...new Set(events.flatMap((e) => str(e.event.environment) ?? []))];
+  const releases = [...new Set(events.flatMap((e) => str(e.event.release) ?? []))];
   const update = {
-    $setOnInsert: { orgId, groupingKind: grouping.kind, platform: str(event.platform), status: 'unresolved' },
+    $setOnInsert: { orgId: newest.orgId, groupingKind: newest.groupingKind, platform: str(newest.event.platform), status: 'unresolved' },
     $set: {
       title: issueTitle(sentry),
       culprit: culprit(sentry),
-      level: str(event.level) ?? 'error',
-      errorType: str(newest?.type),
-      errorValue: str(newest?.value),
-      latestEventId: eventId,
+      level: str(newest.event.level) ?? 'error',
+      errorType: str(exception?.type),
+      errorValue: str(exception?.value),
+      latestEventId: newest.eventId,
     },
-    $min: { firstSeen: at },
-    $max: { lastSeen: at },
-    $inc: { eventCount: 1 },
-    $addToSet: { ...(environment && { environments: environment }), ...(release && { releases: release }) },
+    $min: { firstSeen: events.reduce((a, b) => (b.at < a.at ? b : a)).at },
+    $max: { lastSeen: newest.at },
+    $inc: { eventCount: events.length },
+    $addToSet: { environments: { $each: environments }, releases: { $each: releases } },
   };
   const upsert = () =>
-    Issue.findOneAndUpdate({ projectId, hash: grouping.hash }, update, { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
+    Issue.findOneAndUpdate({ projectId: newest.projectId, hash: newest.hash }, update, { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
   try {
     return (await upsert())!;
   } catch (error) {
@@ -60,9 +93,9 @@ async function upsertIssue(orgId: Types.ObjectId, projectId: Types.ObjectId, eve
 }
 
 /**
- * CONTRACT.md's automatic transitions on a new event: a resolved issue regresses to unresolved; an
+ * CONTRACT.md's automatic transitions on new events: a resolved issue regresses to unresolved; an
  * ignored one reopens once its time or count condition is passed. The status condition in each
- * update makes concurrent events flip an issue once.
+ * update makes concurrent batches flip an issue once.
  */
 async function applyEventTransitions(issue: IssueDoc, now: Date): Promise<void> {
   if (issue.status === 'resolved') {
@@ -77,50 +110,75 @@ async function applyEventTransitions(issue: IssueDoc, now: Date): Promise<void> 
 }
 
 /**
- * Stores error events once per {project, event_id} and counts each into its issue once. An event is
- * stored first with no issue; it is marked with its issue only after the issue and user counts are
- * updated, so a retry after a crash finishes the work instead of skipping it.
+ * Events this batch stored on an earlier attempt but never marked with their issue: counted now. An
+ * unmarked event stored by another batch is that batch's to count, so concurrent duplicates count once.
  */
-export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], now = new Date()): Promise<void> {
-  for (const { orgId: org, projectId: project, record } of items) {
-    const orgId = new Types.ObjectId(org);
-    const projectId = new Types.ObjectId(project);
-    const at = new Date(record.timeMs);
-    const event = record.event;
-    const user = obj(event.user) as SentUser | null;
-    try {
-      await ErrorEvent.collection.insertOne({
-        orgId,
-        projectId,
-        eventId: record.eventId,
-        issueId: null,
-        timestamp: at,
-        receivedAt: now,
-        level: str(event.level) ?? 'error',
-        title: issueTitle(event as SentryEventLike),
-        environment: str(event.environment),
-        release: str(event.release),
-        userKey: null,
-        data: JSON.stringify(event),
-      });
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
-      const stored = await ErrorEvent.findOne({ projectId, eventId: record.eventId }, { issueId: 1 }).lean();
-      if (stored?.issueId) continue; // already done
-    }
-    const issue = await upsertIssue(orgId, projectId, event, record.eventId, at);
+async function unfinished(events: PreparedEvent[], batchId: string): Promise<Set<string>> {
+  if (events.length === 0) return new Set();
+  const stored = await ErrorEvent.find(
+    { $or: events.map((e) => ({ projectId: e.projectId, eventId: e.eventId })), issueId: null, batchId },
+    { projectId: 1, eventId: 1 },
+  ).lean();
+  return new Set(stored.map((doc) => `${doc.projectId.toHexString()}:${doc.eventId}`));
+}
+
+const groupBy = <T>(values: T[], keyOf: (value: T) => string) => {
+  const groups = new Map<string, T[]>();
+  for (const value of values) groups.set(keyOf(value), [...(groups.get(keyOf(value)) ?? []), value]);
+  return groups;
+};
+
+/**
+ * Stores a batch of error events once per {project, event_id} and counts each into its issue once,
+ * with a handful of writes per batch rather than per event. Events are stored first with no issue and
+ * marked with it only after the issue and user counts are updated, so a retry of the same batch after
+ * a crash counts exactly its unmarked ones.
+ */
+export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batchId: string, now = new Date()): Promise<void> {
+  const prepared = [...new Map(items.map(prepare).map((e) => [e.key, e] as const)).values()];
+  const inserted = await insertNew(
+    ErrorEvent.collection,
+    prepared.map((e) => ({
+      orgId: e.orgId,
+      projectId: e.projectId,
+      eventId: e.eventId,
+      issueId: null,
+      timestamp: e.at,
+      receivedAt: now,
+      level: str(e.event.level) ?? 'error',
+      title: issueTitle(e.event as SentryEventLike),
+      environment: str(e.event.environment),
+      release: str(e.event.release),
+      userKey: e.userKey,
+      batchId,
+      data: JSON.stringify(e.event),
+    })),
+  );
+  const fresh = new Set(inserted.map((doc) => `${doc.projectId.toHexString()}:${doc.eventId}`));
+  const retried = await unfinished(prepared.filter((e) => !fresh.has(e.key)), batchId);
+  const toCount = prepared.filter((e) => fresh.has(e.key) || retried.has(e.key));
+  if (toCount.length === 0) return;
+
+  const issues = new Map<string, IssueDoc>();
+  for (const [group, events] of groupBy(toCount, (e) => `${e.projectId.toHexString()}:${e.hash}`)) {
+    const issue = await upsertIssue(events);
     await applyEventTransitions(issue, now);
-    const userKey = await recordEndUser(orgId, projectId, user ?? undefined, at);
-    if (userKey) {
-      try {
-        await IssueUser.collection.insertOne({ issueId: issue._id, userKey });
-        await Issue.updateOne({ _id: issue._id }, { $inc: { userCount: 1 } });
-      } catch (error) {
-        if (!isDuplicateKey(error)) throw error;
-      }
-    }
-    await ErrorEvent.updateOne({ projectId, eventId: record.eventId }, { $set: { issueId: issue._id, userKey } });
+    issues.set(group, issue);
   }
+  const issueOf = (e: PreparedEvent) => issues.get(`${e.projectId.toHexString()}:${e.hash}`)!;
+
+  await recordEndUsers(toCount.map((e) => ({ orgId: e.orgId, projectId: e.projectId, user: e.user, seenAt: e.at })));
+  const affected = [...new Map(toCount.filter((e) => e.userKey).map((e) => [`${issueOf(e)._id.toHexString()}:${e.userKey}`, { issueId: issueOf(e)._id, userKey: e.userKey! }])).values()];
+  const newUsers = groupBy(await insertNew(IssueUser.collection, affected), (pair) => pair.issueId.toHexString());
+  await Issue.bulkWrite([...newUsers].map(([issueId, pairs]) => ({ updateOne: { filter: { _id: new Types.ObjectId(issueId) }, update: { $inc: { userCount: pairs.length } } } })));
+
+  const marks = [...groupBy(toCount, (e) => issueOf(e)._id.toHexString())].map(([issueId, events]) => ({
+    updateMany: {
+      filter: { $or: events.map((e) => ({ projectId: e.projectId, eventId: e.eventId })) },
+      update: { $set: { issueId: new Types.ObjectId(issueId) } },
+    },
+  }));
+  await ErrorEvent.bulkWrite(marks);
 }
 
 /** The scheduled half of "ignore until": reopens ignored issues whose time has passed without a new event. */

@@ -4,12 +4,13 @@ import { AppliedBatch } from '../../telemetry/storage.js';
 import { Organization, Session } from '../accounts/model.js';
 import { CheckIn } from '../checkins/model.js';
 import { Feedback } from '../feedback/model.js';
-import { ErrorEvent } from '../issues/model.js';
+import { ErrorEvent, Issue, IssueUser } from '../issues/model.js';
 import { Log, LogPattern } from '../logs/model.js';
 import { MetricName, MetricPoint, MetricSeries } from '../metrics/model.js';
 import { ReleaseHealth } from '../releases/model.js';
 import { Replay, ReplaySegment } from '../replays/model.js';
 import { Span, Trace } from '../traces/model.js';
+import { EndUser } from '../users/model.js';
 
 const DAY_MS = 86_400_000;
 /** Far longer than any retry of a batch job, after which a replayed batch cannot arrive. */
@@ -35,7 +36,17 @@ const expiring: [name: string, collection: mongo.Collection, timeField: string][
   ['checkIns', CheckIn.collection, 'time'],
   ['releaseHealth', ReleaseHealth.collection, 'hour'],
   ['replays', Replay.collection, 'lastSeenAt'],
+  ['endUsers', EndUser.collection, 'lastSeen'],
 ];
+
+/** Deletes an organisation's issues last seen before the cutoff, with their distinct-user records. */
+async function expireIssues(orgId: Types.ObjectId, cutoff: Date): Promise<number> {
+  const old = await Issue.find({ orgId, lastSeen: { $lt: cutoff } }, { _id: 1 }).lean();
+  if (old.length === 0) return 0;
+  const ids = old.map((issue) => issue._id);
+  await IssueUser.deleteMany({ issueId: { $in: ids } });
+  return (await Issue.deleteMany({ _id: { $in: ids } })).deletedCount;
+}
 
 /** Deletes an organisation's old replay segments, their blobs first so no document outlives its bytes' removal. */
 async function expireReplaySegments(orgId: Types.ObjectId, cutoff: Date, blobs: BlobStore): Promise<number> {
@@ -62,6 +73,7 @@ export async function cleanup(blobs: BlobStore, now = new Date()): Promise<Recor
   for await (const org of Organization.find({}, { retentionDays: 1 }).lean().cursor()) {
     const cutoff = new Date(now.getTime() - org.retentionDays * DAY_MS);
     removed.replaySegments! += await expireReplaySegments(org._id, cutoff, blobs);
+    removed.issues = (removed.issues ?? 0) + (await expireIssues(org._id, cutoff));
     for (const [name, collection, timeField] of expiring) {
       const { deletedCount } = await collection.deleteMany({ orgId: org._id, [timeField]: { $lt: cutoff } });
       removed[name] = (removed[name] ?? 0) + deletedCount;

@@ -1,6 +1,7 @@
 import type { Types } from 'mongoose';
 import { z } from 'zod';
 import { paginate } from '../../paging.js';
+import { upsertAll } from '../../telemetry/storage.js';
 import { scopeFilter, type ViewScope } from '../../views.js';
 import { EndUser, type EndUserDoc } from './model.js';
 
@@ -11,7 +12,9 @@ export interface SentUser {
   ip_address?: unknown;
 }
 
-const text = (value: unknown) => (typeof value === 'string' && value ? value.slice(0, 256) : typeof value === 'number' ? String(value) : null);
+/** `{{auto}}` asks the server to fill in the client address; it names nobody by itself. */
+const text = (value: unknown) =>
+  typeof value === 'string' && value && value !== '{{auto}}' ? value.slice(0, 256) : typeof value === 'number' ? String(value) : null;
 
 /** The identity an SDK's `user` carries, strongest first; null when it names nobody. */
 export function userKeyOf(user: SentUser | undefined): string | null {
@@ -23,18 +26,43 @@ export function userKeyOf(user: SentUser | undefined): string | null {
   return null;
 }
 
-/** Upserts an end user from one event; returns its key, or null for an anonymous event. */
-export async function recordEndUser(orgId: Types.ObjectId, projectId: Types.ObjectId, user: SentUser | undefined, seenAt: Date): Promise<string | null> {
-  const userKey = userKeyOf(user);
-  if (!userKey || !user) return null;
-  const fields = { userId: text(user.id), email: text(user.email), username: text(user.username), ipAddress: text(user.ip_address) };
-  const known = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== null));
-  await EndUser.updateOne(
-    { projectId, userKey },
-    { $setOnInsert: { orgId }, $set: known, $min: { firstSeen: seenAt }, $max: { lastSeen: seenAt }, $inc: { eventCount: 1 } },
-    { upsert: true },
+export interface Sighting {
+  orgId: Types.ObjectId;
+  projectId: Types.ObjectId;
+  user: SentUser | undefined;
+  seenAt: Date;
+}
+
+/** Upserts the end users of a batch of events, one write per user however many events name them; anonymous events are skipped. */
+export async function recordEndUsers(sightings: Sighting[]): Promise<void> {
+  const byUser = new Map<string, { sighting: Sighting; userKey: string; count: number; first: Date; last: Date }>();
+  for (const sighting of sightings) {
+    const userKey = userKeyOf(sighting.user);
+    if (!userKey) continue;
+    const key = `${sighting.projectId.toHexString()}:${userKey}`;
+    const seen = byUser.get(key);
+    if (!seen) byUser.set(key, { sighting, userKey, count: 1, first: sighting.seenAt, last: sighting.seenAt });
+    else {
+      seen.count++;
+      if (sighting.seenAt < seen.first) seen.first = sighting.seenAt;
+      if (sighting.seenAt >= seen.last) [seen.last, seen.sighting] = [sighting.seenAt, sighting];
+    }
+  }
+  await upsertAll(
+    EndUser.collection,
+    [...byUser.values()].map(({ sighting, userKey, count, first, last }) => {
+      const user = sighting.user!;
+      const fields = { userId: text(user.id), email: text(user.email), username: text(user.username), ipAddress: text(user.ip_address) };
+      const known = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== null));
+      return {
+        updateOne: {
+          filter: { projectId: sighting.projectId, userKey },
+          update: { $setOnInsert: { orgId: sighting.orgId }, $set: known, $min: { firstSeen: first }, $max: { lastSeen: last }, $inc: { eventCount: count } },
+          upsert: true,
+        },
+      };
+    }),
   );
-  return userKey;
 }
 
 export const endUserJson = z.object({
