@@ -1,15 +1,9 @@
-import { DASHBOARD_ORIGIN, dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { DASHBOARD_ORIGIN, type Harness, useHarness } from '../support/harness.js';
 import { sessionCookieOf } from '../support/http.js';
 import { PASSWORD, login, register, signUp, uniqueEmail } from '../support/factories/accounts.js';
 
 let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h.close();
-  await dropTestDatabase();
-});
+useHarness((started) => (h = started));
 
 describe('account flow', () => {
   test('register returns the account and no session; login sets the cookie; /v1/me answers', async () => {

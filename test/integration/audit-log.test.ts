@@ -1,14 +1,8 @@
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { type Harness, useHarness } from '../support/harness.js';
 import { addMember, createProject, login, signUp, uniqueEmail } from '../support/factories/accounts.js';
 
 let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h.close();
-  await dropTestDatabase();
-});
+useHarness((started) => (h = started));
 
 test('each audited action leaves an entry with actor, action, target, time and the request id', async () => {
   const started = Date.now();

@@ -1,15 +1,9 @@
 import mongoose from 'mongoose';
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { type Harness, useHarness } from '../support/harness.js';
 import { addMember, createApiKey, createProject, login, signUp } from '../support/factories/accounts.js';
 
 let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h.close();
-  await dropTestDatabase();
-});
+useHarness((started) => (h = started));
 
 describe('API keys', () => {
   test('the secret is shown once, works as Bearer without Origin, and is stored only as a hash', async () => {

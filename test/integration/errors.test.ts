@@ -1,15 +1,11 @@
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { type Harness, useHarness } from '../support/harness.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 
 let h: Harness;
 let owner: Account;
+useHarness((started) => (h = started));
 beforeAll(async () => {
-  h = await startHarness();
   owner = await signUp(h);
-});
-afterAll(async () => {
-  await h.close();
-  await dropTestDatabase();
 });
 
 const errorBody = (code: string) => ({ code, message: expect.any(String), request_id: expect.any(String) });

@@ -1,13 +1,7 @@
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { type Harness, useHarness } from '../support/harness.js';
 
 let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h.close();
-  await dropTestDatabase();
-});
+useHarness((started) => (h = started));
 
 test('/healthz and /readyz answer on the API and the ingest service, listing each dependency', async () => {
   const checks = { api: ['mongo', 'redis', 'blob'], ingest: ['mongo', 'redis'] };

@@ -1,18 +1,14 @@
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { type Harness, startHarness, useHarness } from '../support/harness.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, gzipBomb, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 
 let h: Harness;
 let owner: Account;
 let project: ProjectWithDsn;
+useHarness((started) => (h = started), { INGEST_DSN_CACHE_MS: '2000' });
 beforeAll(async () => {
-  h = await startHarness({ INGEST_DSN_CACHE_MS: '2000' });
   owner = await signUp(h);
   project = await projectWithDsn(owner, h.ingest.baseUrl);
-});
-afterAll(async () => {
-  await h.close();
-  await dropTestDatabase();
 });
 
 const envelopePath = (p: ProjectWithDsn, auth = `?sentry_version=7&sentry_key=${p.publicKey}&sentry_client=sentry.javascript.node%2F11.12.0`) =>

@@ -1,18 +1,14 @@
 import fc from 'fast-check';
 import { gzipSync } from 'node:zlib';
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { type Harness, useHarness } from '../support/harness.js';
 import { signUp } from '../support/factories/accounts.js';
 import { envelope, errorEvent, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 
 let h: Harness;
 let project: ProjectWithDsn;
+useHarness((started) => (h = started));
 beforeAll(async () => {
-  h = await startHarness();
   project = await projectWithDsn(await signUp(h), h.ingest.baseUrl);
-});
-afterAll(async () => {
-  await h.close();
-  await dropTestDatabase();
 });
 
 async function post(path: string, body: Uint8Array, headers: Record<string, string> = {}) {

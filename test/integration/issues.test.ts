@@ -1,18 +1,14 @@
 import mongoose, { Types } from 'mongoose';
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { type Harness, useHarness } from '../support/harness.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { eventually } from '../support/wait.js';
 
 let h: Harness;
 let owner: Account;
+useHarness((started) => (h = started), {}, { workers: true });
 beforeAll(async () => {
-  h = await startHarness({}, { workers: true });
   owner = await signUp(h);
-});
-afterAll(async () => {
-  await h.close();
-  await dropTestDatabase();
 });
 
 async function send(project: ProjectWithDsn, ...events: Record<string, unknown>[]) {

@@ -11,7 +11,7 @@ import { LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-log
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { Queue } from 'bullmq';
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { dropTestDatabase, type Harness, startHarness } from '../support/harness.js';
 import { signUp } from '../support/factories/accounts.js';
 import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { eventually } from '../support/wait.js';

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { dropTestDatabase, type Harness, startHarness } from '../support/harness.js';
 import { PASSWORD, register, signUp, uniqueEmail } from '../support/factories/accounts.js';
 
 const harnesses: Harness[] = [];

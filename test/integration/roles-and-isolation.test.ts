@@ -1,16 +1,10 @@
 import { Types } from 'mongoose';
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { type Harness, useHarness } from '../support/harness.js';
 import { addMember, createApiKey, createProject, signUp, uniqueEmail, type Account } from '../support/factories/accounts.js';
 import type { Reply } from '../support/http.js';
 
 let h: Harness;
-beforeAll(async () => {
-  h = await startHarness();
-});
-afterAll(async () => {
-  await h.close();
-  await dropTestDatabase();
-});
+useHarness((started) => (h = started));
 
 describe('roles', () => {
   let owner: Account;

@@ -9,7 +9,7 @@ import { MetricName } from '../../src/shared/features/metrics/model.js';
 import { Replay, ReplaySegment } from '../../src/shared/features/replays/model.js';
 import { Span, Trace } from '../../src/shared/features/traces/model.js';
 import { Usage } from '../../src/shared/features/usage/model.js';
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { type Harness, useHarness } from '../support/harness.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { eventually } from '../support/wait.js';
@@ -27,13 +27,9 @@ async function sentryApp(scenario: string, project: ProjectWithDsn): Promise<Rec
 
 let h: Harness;
 let owner: Account;
+useHarness((started) => (h = started), {}, { workers: true });
 beforeAll(async () => {
-  h = await startHarness({}, { workers: true });
   owner = await signUp(h);
-});
-afterAll(async () => {
-  await h.close();
-  await dropTestDatabase();
 });
 
 describe('@sentry/node 11 pointed at the ingest service', () => {

@@ -34,7 +34,7 @@ import type {
   Stamped,
 } from '../../src/shared/telemetry/records.js';
 import { createProject, signUp, type Account } from '../support/factories/accounts.js';
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { dropTestDatabase, type Harness, startHarness } from '../support/harness.js';
 
 const DAY_MS = 86_400_000;
 const NOW = Date.now();

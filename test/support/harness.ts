@@ -96,3 +96,19 @@ export async function startHarness(env: Record<string, string> = {}, options: { 
     },
   };
 }
+
+/**
+ * A test file's harness: started before its tests, closed (with the file's database dropped) after.
+ * `use` receives it, so the file can keep it in a variable.
+ */
+export function useHarness(use: (harness: Harness) => void, env: Record<string, string> = {}, options: { workers?: boolean } = {}): void {
+  let harness: Harness | undefined;
+  beforeAll(async () => {
+    harness = await startHarness(env, options);
+    use(harness);
+  });
+  afterAll(async () => {
+    await harness?.close();
+    await dropTestDatabase();
+  });
+}
