@@ -35,6 +35,43 @@ describe('grouping through the pipeline', () => {
   });
 });
 
+describe('browser events', () => {
+  test('minified frames from two builds, sent as text/plain, group into one issue', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const browserEvent = (build: string, colno: number) => ({
+      event_id: eventId(),
+      timestamp: Date.now() / 1000,
+      platform: 'javascript',
+      level: 'error',
+      request: { url: 'https://shop.example/cart', headers: { 'User-Agent': 'Mozilla/5.0' } },
+      exception: {
+        values: [{
+          type: 'TypeError',
+          value: "Cannot read properties of null (reading 'addEventListener')",
+          mechanism: { type: 'onerror', handled: false },
+          stacktrace: { frames: [
+            { filename: `https://cdn.shop.example/static/js/vendor.${build}.js`, function: 'r', lineno: 1, colno: colno + 5000, in_app: true },
+            { filename: `https://cdn.shop.example/static/js/main.${build}.js?v=${build}`, function: 'HTMLDocument.n', lineno: 1, colno, in_app: true },
+          ] },
+        }],
+      },
+    });
+    for (const [build, colno] of [['3f2a1b9c', 18211], ['9e8d7c6b', 19942]] as const) {
+      const event = browserEvent(build, colno);
+      const reply = await h.ingest.request('POST', `/api/${project.number}/envelope/?sentry_key=${project.publicKey}&sentry_version=7`, envelope({ event_id: event.event_id, sdk: { name: 'sentry.javascript.browser', version: '11.12.0' } }, [{ type: 'event', payload: event }]), {
+        'content-type': 'text/plain;charset=UTF-8',
+        origin: 'https://shop.example',
+      });
+      expect(reply.status).toBe(200);
+    }
+    const [issue] = await issuesOnceCounted(owner, project, 2);
+    expect(issue).toMatchObject({ count: 2, platform: 'javascript', title: "TypeError: Cannot read properties of null (reading 'addEventListener')" });
+    const detail = await owner.client.get(`/v1/issues/${issue.id}`);
+    expect(detail.body.latest_event.exception[0].frames.at(-1)).toMatchObject({ function: 'HTMLDocument.n', in_app: true });
+    expect(detail.body.latest_event.request.url).toBe('https://shop.example/cart');
+  });
+});
+
 describe('idempotency', () => {
   test('one event_id sent twice, and 50 times concurrently, is stored once and counted once', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
