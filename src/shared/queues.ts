@@ -21,4 +21,3 @@ export const jobs = {
 } as const;
 
 export type QueueName = keyof typeof jobs;
-export const queueNames = Object.keys(jobs) as QueueName[];

@@ -25,7 +25,6 @@ export const itemCategories = {
 } as const;
 
 export type KnownItemType = keyof typeof itemCategories;
-export type RateLimitCategory = (typeof itemCategories)[KnownItemType];
 
 export const knownItemTypes = Object.keys(itemCategories) as KnownItemType[];
 

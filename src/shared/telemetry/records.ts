@@ -145,18 +145,15 @@ export const metricPoint = z.object({
   source: telemetrySource,
 });
 
-export type TelemetrySource = z.infer<typeof telemetrySource>;
 export type AttributeValue = z.infer<typeof attributeValue>;
 export type Attributes = z.infer<typeof attributes>;
 export type SpanKind = (typeof spanKinds)[number];
 export type SpanStatus = (typeof spanStatuses)[number];
 export type SpanCategory = (typeof spanCategories)[number];
-export type SpanEvent = z.infer<typeof spanEvent>;
 export type SpanLink = z.infer<typeof spanLink>;
 export type SpanRecord = z.infer<typeof spanRecord>;
 export type LogLevel = (typeof logLevels)[number];
 export type LogRecord = z.infer<typeof logRecord>;
-export type MetricType = (typeof metricTypes)[number];
 export type MetricPoint = z.infer<typeof metricPoint>;
 
 // Records that only Sentry SDKs send (and POST /v1/feedback).

@@ -1,4 +1,4 @@
-import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
+import { Schema, model } from 'mongoose';
 import { checkInStatuses } from '../../telemetry/records.js';
 
 /** A cron job's check-in: one document per status it reported (a run sends in_progress, then ok or error). */
@@ -25,4 +25,3 @@ checkInSchema.index({ projectId: 1, monitorSlug: 1, time: -1 });
 checkInSchema.index({ orgId: 1, time: 1 });
 
 export const CheckIn = model('CheckIn', checkInSchema, 'checkins');
-export type CheckInDoc = InferSchemaType<typeof checkInSchema> & { _id: Types.ObjectId };

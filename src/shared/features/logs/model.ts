@@ -1,4 +1,4 @@
-import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
+import { Schema, model } from 'mongoose';
 import { logLevels } from '../../telemetry/records.js';
 import { attributePairsField } from '../../telemetry/storage.js';
 
@@ -50,5 +50,3 @@ logPatternSchema.index({ orgId: 1, lastSeenAt: 1 });
 export const Log = model('Log', logSchema);
 export const LogPattern = model('LogPattern', logPatternSchema, 'log_patterns');
 
-export type LogDoc = InferSchemaType<typeof logSchema>;
-export type LogPatternDoc = InferSchemaType<typeof logPatternSchema> & { _id: Types.ObjectId };

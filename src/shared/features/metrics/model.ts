@@ -1,4 +1,4 @@
-import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
+import { Schema, model } from 'mongoose';
 import { metricTypes } from '../../telemetry/records.js';
 import { attributePairsField } from '../../telemetry/storage.js';
 
@@ -76,6 +76,3 @@ export const MetricPoint = model('MetricPoint', metricPointSchema, 'metric_point
 export const MetricSeries = model('MetricSeries', metricSeriesSchema, 'metric_series');
 export const MetricName = model('MetricName', metricNameSchema, 'metric_names');
 
-export type MetricPointDoc = InferSchemaType<typeof metricPointSchema>;
-export type MetricSeriesDoc = InferSchemaType<typeof metricSeriesSchema>;
-export type MetricNameDoc = InferSchemaType<typeof metricNameSchema> & { _id: Types.ObjectId };

@@ -1,4 +1,4 @@
-import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
+import { Schema, model } from 'mongoose';
 
 /** Release health: session outcomes per release, environment and hour in which the sessions started. */
 const releaseHealthSchema = new Schema({
@@ -19,4 +19,3 @@ releaseHealthSchema.index({ projectId: 1, release: 1, environment: 1, hour: 1 },
 releaseHealthSchema.index({ orgId: 1, hour: 1 });
 
 export const ReleaseHealth = model('ReleaseHealth', releaseHealthSchema, 'release_health');
-export type ReleaseHealthDoc = InferSchemaType<typeof releaseHealthSchema> & { _id: Types.ObjectId };

@@ -1,4 +1,4 @@
-import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
+import { Schema, model } from 'mongoose';
 
 /** One session replay, summarised from its replay events; the recording itself lives in the blob store. */
 const replaySchema = new Schema({
@@ -43,5 +43,3 @@ replaySegmentSchema.index({ orgId: 1, time: 1 });
 export const Replay = model('Replay', replaySchema);
 export const ReplaySegment = model('ReplaySegment', replaySegmentSchema, 'replay_segments');
 
-export type ReplayDoc = InferSchemaType<typeof replaySchema> & { _id: Types.ObjectId };
-export type ReplaySegmentDoc = InferSchemaType<typeof replaySegmentSchema> & { _id: Types.ObjectId };

@@ -1,4 +1,4 @@
-import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
+import { Schema, model } from 'mongoose';
 import { spanCategories, spanKinds, spanStatuses } from '../../telemetry/records.js';
 import { attributePairsField } from '../../telemetry/storage.js';
 
@@ -68,5 +68,3 @@ traceSchema.index({ orgId: 1, endAt: 1 });
 export const Span = model('Span', spanSchema);
 export const Trace = model('Trace', traceSchema);
 
-export type SpanDoc = InferSchemaType<typeof spanSchema> & { _id: Types.ObjectId };
-export type TraceDoc = InferSchemaType<typeof traceSchema> & { _id: Types.ObjectId };

@@ -1,4 +1,4 @@
-import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
+import { Schema, model } from 'mongoose';
 import { recordKinds } from '../../telemetry/records.js';
 
 /** How many records of each kind a project sent per UTC day (plan figures count; they never throttle). */
@@ -14,4 +14,3 @@ const usageSchema = new Schema({
 usageSchema.index({ orgId: 1, projectId: 1, category: 1, day: 1 }, { unique: true });
 
 export const Usage = model('Usage', usageSchema, 'usage');
-export type UsageDoc = InferSchemaType<typeof usageSchema> & { _id: Types.ObjectId };
