@@ -72,6 +72,18 @@ describe('browser events', () => {
   });
 });
 
+describe('clocks', () => {
+  test('an event stamped in the future counts as seen when it was processed', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const nextYear = Date.now() / 1000 + 365 * 86_400;
+    const before = Date.now();
+    await send(project, errorEvent({ timestamp: nextYear }, { type: 'ClockSkewError' }));
+    const [issue] = await issuesOnceCounted(owner, project, 1);
+    expect(Date.parse(issue.last_seen)).toBeGreaterThanOrEqual(before);
+    expect(Date.parse(issue.last_seen)).toBeLessThanOrEqual(Date.now());
+  });
+});
+
 describe('idempotency', () => {
   test('one event_id sent twice, and 50 times concurrently, is stored once and counted once', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);

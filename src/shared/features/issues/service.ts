@@ -41,7 +41,10 @@ interface PreparedEvent {
   groupingKind: string;
 }
 
-function prepare({ orgId, projectId, record }: Stamped<ErrorEventRecord>): PreparedEvent {
+/** How far ahead of the server an event's own timestamp may be; beyond it the client's clock is wrong, as Relay judges. */
+const FUTURE_TOLERANCE_MS = 60_000;
+
+function prepare({ orgId, projectId, record }: Stamped<ErrorEventRecord>, now: Date): PreparedEvent {
   const event = record.event;
   const user = (obj(event.user) as SentUser | null) ?? undefined;
   const grouping = groupingHash(event as SentryEventLike);
@@ -50,7 +53,7 @@ function prepare({ orgId, projectId, record }: Stamped<ErrorEventRecord>): Prepa
     orgId: new Types.ObjectId(orgId),
     projectId: new Types.ObjectId(projectId),
     eventId: record.eventId,
-    at: new Date(record.timeMs),
+    at: new Date(record.timeMs > now.getTime() + FUTURE_TOLERANCE_MS ? now.getTime() : record.timeMs),
     event,
     user,
     userKey: userKeyOf(user),
@@ -135,7 +138,7 @@ const groupBy = <T>(values: T[], keyOf: (value: T) => string) => {
  * a crash counts exactly its unmarked ones.
  */
 export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batchId: string, now = new Date()): Promise<void> {
-  const prepared = [...new Map(items.map(prepare).map((e) => [e.key, e] as const)).values()];
+  const prepared = [...new Map(items.map((item) => prepare(item, now)).map((e) => [e.key, e] as const)).values()];
   const inserted = await insertNew(
     ErrorEvent.collection,
     prepared.map((e) => ({
