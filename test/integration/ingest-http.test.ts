@@ -1,3 +1,4 @@
+import protobuf from 'protobufjs';
 import { type Harness, startHarness, useHarness } from '../support/harness.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, gzipBomb, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
@@ -118,6 +119,14 @@ describe('OTLP endpoints', () => {
     expect((await h.ingest.request('POST', '/v1/traces', '{}', { 'content-type': 'application/json' })).status).toBe(401);
     const badProto = await fetch(`${h.ingest.baseUrl}/v1/traces`, { method: 'POST', body: Buffer.from([0x0a, 0xff, 0xff, 0xff]), headers: { ...auth, 'content-type': 'application/x-protobuf' } });
     expect(badProto.status).toBe(400);
+    // The OTLP spec's refusal for a protobuf request: a google.rpc.Status { code = 3 INVALID_ARGUMENT, message }.
+    expect(badProto.headers.get('content-type')).toMatch(/^application\/x-protobuf/);
+    const status = protobuf.Reader.create(new Uint8Array(await badProto.arrayBuffer()));
+    expect([status.uint32(), status.int32(), status.uint32()]).toEqual([8, 3, 18]);
+    expect(status.string()).toMatch(/.+/);
+    const revoked = await fetch(`${h.ingest.baseUrl}/v1/traces`, { method: 'POST', body: Buffer.alloc(0), headers: { authorization: `Bearer ${'e'.repeat(32)}`, 'content-type': 'application/x-protobuf' } });
+    expect(revoked.status).toBe(403);
+    expect(revoked.headers.get('content-type')).toMatch(/^application\/x-protobuf/);
     expect((await h.ingest.request('POST', '/v1/logs', '{"resourceLogs": 5}', { ...auth, 'content-type': 'application/json' })).status).toBe(400);
     const ok = await h.ingest.request('POST', '/v1/metrics', '{"resourceMetrics": []}', { ...auth, 'content-type': 'application/json' });
     expect(ok.status).toBe(200);

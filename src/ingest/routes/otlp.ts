@@ -1,5 +1,7 @@
-import { Router } from 'express';
-import { AppError } from '../../shared/errors.js';
+import { Router, type ErrorRequestHandler } from 'express';
+import protobuf from 'protobufjs';
+import { AppError, type ErrorCode } from '../../shared/errors.js';
+import { toAppError } from '../../shared/http/errors.js';
 import { readBody } from '../body.js';
 import { authorizeDsn, enqueueRecords, type IngestContext } from '../context.js';
 import { decodeLogs, decodeMetrics, decodeTraces, exportResponse, type OtlpContentType, type OtlpSignal } from '../otlp/decode.js';
@@ -28,6 +30,34 @@ function decode(signal: OtlpSignal, body: Buffer, contentType: OtlpContentType) 
   }
 }
 
+/** The gRPC status code OTLP clients read from a refusal's `google.rpc.Status`. */
+const grpcCodes: Partial<Record<ErrorCode, number>> = {
+  invalid_request: 3, // INVALID_ARGUMENT
+  validation_failed: 3,
+  unsupported_media_type: 3,
+  payload_too_large: 8, // RESOURCE_EXHAUSTED
+  rate_limited: 8,
+  unauthenticated: 16, // UNAUTHENTICATED
+  forbidden: 7, // PERMISSION_DENIED
+  not_found: 5, // NOT_FOUND
+  not_ready: 14, // UNAVAILABLE
+};
+
+/** `google.rpc.Status { int32 code = 1; string message = 2; }`, written field by field. */
+const statusMessage = (code: number, message: string) => protobuf.Writer.create().uint32(8).int32(code).uint32(18).string(message).finish();
+
+/**
+ * The OTLP spec answers a protobuf request's refusal with a protobuf Status; JSON requests keep the
+ * API's JSON error body. Unexpected errors go on to the shared handler, which logs them.
+ */
+const protobufRefusals: ErrorRequestHandler = (error, req, res, next) => {
+  const appError = toAppError(error);
+  const grpcCode = grpcCodes[appError.code];
+  if (!req.is('application/x-protobuf') || grpcCode === undefined) return next(error);
+  for (const [name, value] of Object.entries(appError.headers ?? {})) res.setHeader(name, value);
+  res.status(appError.status).type('application/x-protobuf').send(Buffer.from(statusMessage(grpcCode, appError.message)));
+};
+
 /** OTLP/HTTP: POST /v1/traces, /v1/logs, /v1/metrics in protobuf or JSON, answered in the same encoding. */
 export function otlpRouter(ctx: IngestContext): Router {
   const router = Router();
@@ -43,5 +73,6 @@ export function otlpRouter(ctx: IngestContext): Router {
       res.type(mediaType).send(exportResponse(signal, contentType, rejected, errors.join('; ')));
     });
   }
+  router.use(protobufRefusals);
   return router;
 }

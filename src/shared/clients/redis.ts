@@ -32,8 +32,13 @@ export async function pingRedis(client: Redis): Promise<void> {
   await client.ping();
 }
 
+/** Quits politely when connected; otherwise stops reconnecting at once, so no retry timer outlives the process's work. */
 export async function closeRedis(client: Redis): Promise<void> {
   if (client.status === 'end') return;
+  if (client.status !== 'ready') {
+    client.disconnect();
+    return;
+  }
   await client.quit().catch(() => client.disconnect());
 }
 
