@@ -809,6 +809,10 @@ describe('normalizeEnvelope: check-ins, sessions, feedback', () => {
         timeMs: NOW,
       },
     ]);
+    // The same report sent again gets the same id, so it is stored once; another comment gets another.
+    const again = await normalize(envelope({ trace: dsc }, [{ type: 'user_report' }, report], [{ type: 'user_report' }, { ...report, comments: 'And again' }]));
+    expect(again.records.feedback[0]!.feedbackId).toBe(records.feedback[0]!.feedbackId);
+    expect(again.records.feedback[1]!.feedbackId).not.toBe(records.feedback[0]!.feedbackId);
   });
 });
 

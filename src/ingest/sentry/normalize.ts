@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AppError } from '../../shared/errors.js';
+import { sha256 } from '../../shared/secrets.js';
 import {
   logLevelOf,
   recordKinds,
@@ -225,16 +226,20 @@ function keepFeedback(event: Json, feedbackId: string, ctx: Context): void {
   });
 }
 
-/** The pre-2024 user feedback item: a comment about an event, with no id of its own. */
+/**
+ * The pre-2024 user feedback item: a comment about an event, with no id of its own. Its id is derived
+ * from what it says, so a report sent again (an SDK retrying after a 503) is stored once.
+ */
 function keepUserReport(report: Json, ctx: Context): void {
   const message = stringOf(report.comments);
   if (!message) return void drop(ctx);
+  const associatedEventId = idOf(report.event_id, 16) || undefined;
   keep(ctx, 'feedback', {
-    feedbackId: randomId(),
+    feedbackId: sha256(JSON.stringify([associatedEventId, message, stringOf(report.email), stringOf(report.name)])).slice(0, 32),
     message: truncate(message, 4096),
     contactEmail: boundedText(report.email, 254),
     name: boundedText(report.name, 256),
-    associatedEventId: idOf(report.event_id, 16) || undefined,
+    associatedEventId,
     environment: ctx.environment,
     release: ctx.release,
     source: 'user_report',
