@@ -1,6 +1,6 @@
 import { Types } from 'mongoose';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
-import { attributePairs, insertNew, upsertAll } from '../../telemetry/storage.js';
+import { attributePairs, contentId, insertNew, upsertAll } from '../../telemetry/storage.js';
 import { Span, Trace } from './model.js';
 
 function spanDoc({ orgId, projectId, record }: Stamped<SpanRecord>) {
@@ -48,6 +48,9 @@ interface TraceDelta {
   root: { rootName: string; rootService: string } | undefined;
 }
 
+/** A trace summary's `_id`: the same project and trace id always address the same document. */
+export const traceKey = (projectId: Types.ObjectId, traceId: string) => contentId('trace', projectId.toHexString(), traceId);
+
 /** What the newly stored spans add to each trace's summary. */
 function traceDeltas(spans: StoredSpan[]): TraceDelta[] {
   const deltas = new Map<string, TraceDelta>();
@@ -79,9 +82,11 @@ export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
     Trace.collection,
     traceDeltas(inserted).map((delta) => ({
       updateOne: {
-        filter: { projectId: delta.projectId, traceId: delta.traceId },
+        // Addressed by a derived _id: FerretDB's SQLite backend answers _id lookups from its index
+        // but scans the collection for other filters, which made each batch slower as traces grew.
+        filter: { _id: traceKey(delta.projectId, delta.traceId) },
         update: {
-          $setOnInsert: { orgId: delta.orgId },
+          $setOnInsert: { orgId: delta.orgId, projectId: delta.projectId, traceId: delta.traceId },
           $min: { startAt: delta.startAt },
           $max: { endAt: delta.endAt },
           $inc: { spanCount: delta.spanCount, errorCount: delta.errorCount },
