@@ -106,14 +106,14 @@ describe('idempotency', () => {
 describe('the error processor after a crash and under concurrency', () => {
   test('a retried batch counts the events it stored but never marked; another batch leaves them alone', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
-    const { eventKey, ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
     const { ErrorEvent, Issue } = await import('../../src/shared/features/issues/model.js');
     const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: Date.now(), event } });
     // As a batch that crashed after storing its events would leave them: stored, unmarked.
     const crashed = errorEvent({}, { type: 'CrashRecoveryError' });
     const inFlight = errorEvent({}, { type: 'InFlightError' });
     for (const [event, batchId] of [[crashed, 'batch-1'], [inFlight, 'batch-2']] as const) {
-      await ErrorEvent.collection.insertOne({ _id: eventKey(project.id, event.event_id), orgId: new Types.ObjectId(owner.organization.id), projectId: new Types.ObjectId(project.id), eventId: event.event_id, issueId: null, batchId, timestamp: new Date(), receivedAt: new Date(), level: 'error', title: 't', data: '{}' });
+      await ErrorEvent.collection.insertOne({ orgId: new Types.ObjectId(owner.organization.id), projectId: new Types.ObjectId(project.id), eventId: event.event_id, issueId: null, batchId, timestamp: new Date(), receivedAt: new Date(), level: 'error', title: 't', data: '{}' });
     }
     await ingestErrorEvents([item(crashed), item(inFlight)], 'batch-1');
     expect(await Issue.find({ projectId: new Types.ObjectId(project.id) }, { errorType: 1, eventCount: 1, _id: 0 }).lean()).toEqual([{ errorType: 'CrashRecoveryError', eventCount: 1 }]);

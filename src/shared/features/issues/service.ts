@@ -4,7 +4,7 @@ import { AppError, isDuplicateKey, notFound } from '../../errors.js';
 import { paginate, parseId } from '../../paging.js';
 import type { ErrorEventRecord, Stamped } from '../../telemetry/records.js';
 import { scopeFilter, type ViewScope } from '../../views.js';
-import { contentId, insertNew } from '../../telemetry/storage.js';
+import { insertNew } from '../../telemetry/storage.js';
 import { recordEndUsers, userKeyOf, type SentUser } from '../users/service.js';
 import { crashingFrames, culprit, groupingHash, issueTitle, type SentryEventLike, type SentryExceptionLike } from './grouping.js';
 import { ErrorEvent, Issue, IssueUser, type ErrorEventDoc, type IssueDoc } from './model.js';
@@ -28,14 +28,7 @@ function tagsOf(event: Record<string, unknown>): Record<string, string> {
   );
 }
 
-/**
- * A stored event's `_id`, derived from its project and event id. Later writes address events by it:
- * FerretDB's SQLite backend answers `_id` lookups from its index but scans for other filters.
- */
-export const eventKey = (projectId: string, eventId: string) => contentId('event', projectId, eventId);
-
 interface PreparedEvent {
-  _id: Types.ObjectId;
   key: string;
   orgId: Types.ObjectId;
   projectId: Types.ObjectId;
@@ -56,7 +49,6 @@ function prepare({ orgId, projectId, record }: Stamped<ErrorEventRecord>, now: D
   const user = (obj(event.user) as SentUser | null) ?? undefined;
   const grouping = groupingHash(event as SentryEventLike);
   return {
-    _id: eventKey(projectId, record.eventId),
     key: `${projectId}:${record.eventId}`,
     orgId: new Types.ObjectId(orgId),
     projectId: new Types.ObjectId(projectId),
@@ -126,7 +118,10 @@ async function applyEventTransitions(issue: IssueDoc, now: Date): Promise<void> 
  */
 async function unfinished(events: PreparedEvent[], batchId: string): Promise<Set<string>> {
   if (events.length === 0) return new Set();
-  const stored = await ErrorEvent.find({ _id: { $in: events.map((e) => e._id) }, issueId: null, batchId }, { projectId: 1, eventId: 1 }).lean();
+  const stored = await ErrorEvent.find(
+    { $or: events.map((e) => ({ projectId: e.projectId, eventId: e.eventId })), issueId: null, batchId },
+    { projectId: 1, eventId: 1 },
+  ).lean();
   return new Set(stored.map((doc) => `${doc.projectId.toHexString()}:${doc.eventId}`));
 }
 
@@ -147,7 +142,6 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
   const inserted = await insertNew(
     ErrorEvent.collection,
     prepared.map((e) => ({
-      _id: e._id,
       orgId: e.orgId,
       projectId: e.projectId,
       eventId: e.eventId,
@@ -181,7 +175,13 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
   const newUsers = groupBy(await insertNew(IssueUser.collection, affected), (pair) => pair.issueId.toHexString());
   await Issue.bulkWrite([...newUsers].map(([issueId, pairs]) => ({ updateOne: { filter: { _id: new Types.ObjectId(issueId) }, update: { $inc: { userCount: pairs.length } } } })));
 
-  await ErrorEvent.bulkWrite(toCount.map((e) => ({ updateOne: { filter: { _id: e._id }, update: { $set: { issueId: issueOf(e)._id } } } })));
+  const marks = [...groupBy(toCount, (e) => issueOf(e)._id.toHexString())].map(([issueId, events]) => ({
+    updateMany: {
+      filter: { $or: events.map((e) => ({ projectId: e.projectId, eventId: e.eventId })) },
+      update: { $set: { issueId: new Types.ObjectId(issueId) } },
+    },
+  }));
+  await ErrorEvent.bulkWrite(marks);
 }
 
 /** The scheduled half of "ignore until": reopens ignored issues whose time has passed without a new event. */
