@@ -17,13 +17,13 @@ type Stop = [name: string, stop: () => Promise<unknown>];
 async function main() {
   const config = loadConfig();
   const logger = createLogger(config.LOG_LEVEL);
-  const urls = await ensureLocalServices({ dataDir: config.DATA_DIR, mongoUrl: config.MONGO_URL, redisUrl: config.REDIS_URL });
+  const urls = await ensureLocalServices(config);
 
   // Started in order; stopped in reverse: stop accepting, finish work, then close clients.
   const stops: Stop[] = [];
   await connectMongo(urls.mongoUrl, logger);
   stops.push(['mongo', disconnectMongo]);
-  await ensureIndexes();
+  await ensureIndexes(urls.ferretdbPostgresUrl);
   const fastRedis = createRedis(urls.redisUrl, 'fast', logger);
   stops.push(['redis', () => closeRedis(fastRedis)]);
   if (!(await redisReady(fastRedis, 5000))) logger.warn('Redis is not reachable; starting anyway (rate limits fall back to per-process counters)');
@@ -32,7 +32,7 @@ async function main() {
   if (runs('workers')) {
     const queueRedis = createRedis(urls.redisUrl, 'queue', logger);
     stops.push(['queue redis', () => closeRedis(queueRedis)]);
-    stops.push(['workers', await startWorkers({ config, logger, redis: queueRedis })]);
+    stops.push(['workers', await startWorkers({ config, logger, redis: queueRedis, ferretdbPostgresUrl: urls.ferretdbPostgresUrl })]);
   }
   if (runs('ingest')) {
     const ingest = createIngestApp({ config, logger, redis: fastRedis });

@@ -4,6 +4,9 @@ const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const optionalUrl = z.url().optional().or(z.literal('').transform(() => undefined));
 
+export const localStoreChoices = ['auto', 'postgresql', 'sqlite'] as const;
+export type LocalStoreChoice = (typeof localStoreChoices)[number];
+
 const schema = z.object({
   ROLE: z.enum(['all', 'api', 'ingest', 'workers']).default('all'),
   HOST: z.string().default('0.0.0.0'),
@@ -14,6 +17,13 @@ const schema = z.object({
   /** Unset: the local Redis is reused or started. */
   REDIS_URL: optionalUrl,
   DATA_DIR: z.string().default('.data'),
+  /**
+   * Which local store to start when MONGO_URL is unset: `auto` prefers FerretDB on PostgreSQL (when
+   * LOCAL_POSTGRES_URL answers), then a local MongoDB, then FerretDB on SQLite.
+   */
+  LOCAL_STORE: z.enum(localStoreChoices).default('auto'),
+  /** A PostgreSQL role that may create the `sluice` database, for FerretDB's PostgreSQL backend. */
+  LOCAL_POSTGRES_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').default('postgres://postgres@127.0.0.1:5432/postgres'),
   /** Where replay segments and artifacts live: the local filesystem or an S3-compatible store. */
   BLOB_STORE: z.enum(['fs', 's3']).default('fs'),
   /** Root of the `fs` blob store; defaults to DATA_DIR/blobs. */

@@ -10,17 +10,26 @@ import { homedir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { mongo } from 'mongoose';
+import pg from 'pg';
+import type { Config, LocalStoreChoice } from './config.js';
 
 const { MongoClient } = mongo;
 
 export const LOCAL_REDIS_PORT = 6379;
+/** Where a MongoDB of the user's own is reused, or a `mongod` on PATH is started. */
 export const LOCAL_MONGO_PORT = 27017;
+/** Each FerretDB backend has a port of its own, so a server found listening is known to be the backend asked for. */
+export const FERRETDB_PORTS = { postgresql: 27018, sqlite: 27019 } as const;
+/** The MongoDB database the service uses locally, and the PostgreSQL database FerretDB keeps it in. */
+export const LOCAL_DATABASE = 'sluice';
 const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
 const FERRETDB_VERSION = 'v1.24.2';
 
 export interface LocalServices {
   mongoUrl: string;
   redisUrl: string;
+  /** Set when the store is FerretDB on PostgreSQL: the database FerretDB keeps its tables in (see ferretdb-indexes). */
+  ferretdbPostgresUrl?: string;
 }
 
 export class LocalServiceError extends Error {}
@@ -50,6 +59,55 @@ async function mongoAnswers(port: number): Promise<boolean> {
   } finally {
     await client.close();
   }
+}
+
+/** A server on that port that says it is FerretDB. */
+async function ferretdbAnswers(port: number): Promise<boolean> {
+  const client = new MongoClient(`mongodb://127.0.0.1:${port}`, { serverSelectionTimeoutMS: 1000, directConnection: true });
+  try {
+    const info = await client.db('admin').command({ buildInfo: 1 });
+    return typeof info.ferretdbVersion === 'string';
+  } catch {
+    return false;
+  } finally {
+    await client.close();
+  }
+}
+
+type PostgresCheck = { ok: true; url: string } | { ok: false; reason: string };
+
+/**
+ * Connects to the PostgreSQL server at `adminUrl` and makes sure the service's own database exists.
+ * Generic plans are turned off in it: FerretDB names the field as a statement parameter
+ * (`_jsonb->$1 @> $2`), which only a custom plan can match to an expression index.
+ */
+async function preparePostgres(adminUrl: string): Promise<PostgresCheck> {
+  const server = new URL(adminUrl);
+  const where = `PostgreSQL at ${server.host}`;
+  const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2000 });
+  admin.on('error', () => {});
+  try {
+    await admin.connect();
+  } catch (error) {
+    return { ok: false, reason: `${where} does not answer (${(error as Error).message})` };
+  }
+  try {
+    const { rowCount } = await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [LOCAL_DATABASE]);
+    if (!rowCount) {
+      say(`creating the database ${LOCAL_DATABASE} in ${where}`);
+      await admin.query(`CREATE DATABASE ${LOCAL_DATABASE}`).catch((error: { code?: string }) => {
+        // another process created it in the meantime
+        if (error.code !== '42P04') throw error;
+      });
+    }
+    await admin.query(`ALTER DATABASE ${LOCAL_DATABASE} SET plan_cache_mode = force_custom_plan`);
+  } catch (error) {
+    return { ok: false, reason: `${where} answers but cannot be used (${(error as Error).message}); set LOCAL_POSTGRES_URL to a role that may create databases` };
+  } finally {
+    await admin.end().catch(() => {});
+  }
+  server.pathname = `/${LOCAL_DATABASE}`;
+  return { ok: true, url: server.toString() };
 }
 
 async function waitFor(check: () => Promise<boolean>, what: string, logFile: string, child: ChildProcess, seconds = 30) {
@@ -147,44 +205,69 @@ function buildFerretDB(dataDir: string): string {
   return target;
 }
 
-async function ensureMongo(dataDir: string): Promise<string> {
-  const url = `mongodb://127.0.0.1:${LOCAL_MONGO_PORT}`;
-  if (await mongoAnswers(LOCAL_MONGO_PORT)) {
-    say(`reusing the MongoDB-compatible server already listening on ${url}`);
-    return url;
-  }
-  const mongod = which('mongod');
-  if (mongod) {
-    const dir = join(dataDir, 'mongo');
-    const logFile = join(dataDir, 'logs', 'mongod.log');
-    mkdirSync(dir, { recursive: true });
-    say(`starting ${mongod} on ${url} (data in ${dir})`);
-    const child = startDetached(mongod, ['--bind_ip', '127.0.0.1', '--port', String(LOCAL_MONGO_PORT), '--dbpath', dir], logFile);
-    await waitFor(() => mongoAnswers(LOCAL_MONGO_PORT), 'mongod', logFile, child);
+async function startFerretDB(dataDir: string, backend: 'postgresql' | 'sqlite', postgresUrl: string | undefined): Promise<string> {
+  const port = FERRETDB_PORTS[backend];
+  const url = `mongodb://127.0.0.1:${port}`;
+  if (await ferretdbAnswers(port)) {
+    say(`reusing FerretDB on ${backend} already listening on ${url}`);
     return url;
   }
   const built = join(dataDir, 'bin', 'ferretdb');
   const goBin = join(homedir(), 'go', 'bin', 'ferretdb');
   const candidates = [built, which('ferretdb'), goBin].filter((path): path is string => !!path && existsSync(path));
   const ferretdb = candidates.find(works) ?? buildFerretDB(dataDir);
-  const dir = join(dataDir, 'ferretdb');
-  const logFile = join(dataDir, 'logs', 'ferretdb.log');
+  const dir = join(dataDir, `ferretdb-${backend}`);
+  const logFile = join(dataDir, 'logs', `ferretdb-${backend}.log`);
   mkdirSync(dir, { recursive: true });
-  say(`starting FerretDB (${ferretdb}) with its SQLite backend on ${url} (data in ${dir})`);
+  const handler = backend === 'postgresql' ? ['--handler=postgresql', `--postgresql-url=${postgresUrl}`] : ['--handler=sqlite', `--sqlite-url=file:${resolve(dir)}/`];
+  say(`starting FerretDB (${ferretdb}) on ${backend} at ${url} (log in ${logFile})`);
   const child = startDetached(
     ferretdb,
-    ['--handler=sqlite', `--sqlite-url=file:${resolve(dir)}/`, `--listen-addr=127.0.0.1:${LOCAL_MONGO_PORT}`, '--telemetry=disable', `--state-dir=${resolve(dir)}`, '--debug-addr=-', '--log-level=warn'],
+    [...handler, `--listen-addr=127.0.0.1:${port}`, '--telemetry=disable', `--state-dir=${resolve(dir)}`, '--debug-addr=-', '--log-level=warn'],
     logFile,
   );
-  await waitFor(() => mongoAnswers(LOCAL_MONGO_PORT), 'FerretDB', logFile, child);
+  await waitFor(() => ferretdbAnswers(port), 'FerretDB', logFile, child);
   return url;
 }
 
+async function startMongod(dataDir: string, mongod: string): Promise<string> {
+  const url = `mongodb://127.0.0.1:${LOCAL_MONGO_PORT}`;
+  const dir = join(dataDir, 'mongo');
+  const logFile = join(dataDir, 'logs', 'mongod.log');
+  mkdirSync(dir, { recursive: true });
+  say(`starting ${mongod} on ${url} (data in ${dir})`);
+  const child = startDetached(mongod, ['--bind_ip', '127.0.0.1', '--port', String(LOCAL_MONGO_PORT), '--dbpath', dir], logFile);
+  await waitFor(() => mongoAnswers(LOCAL_MONGO_PORT), 'mongod', logFile, child);
+  return url;
+}
+
+/**
+ * The local store, in order of preference (LOCAL_STORE=auto): FerretDB on PostgreSQL when a PostgreSQL
+ * server answers at LOCAL_POSTGRES_URL; else a MongoDB already on 27017 or a `mongod` on PATH; else
+ * FerretDB on SQLite, which needs nothing but itself. `postgresql` and `sqlite` insist on that backend.
+ */
+async function ensureStore(dataDir: string, choice: LocalStoreChoice, adminUrl: string): Promise<{ url: string; ferretdbPostgresUrl?: string }> {
+  if (choice !== 'sqlite') {
+    const postgres = await preparePostgres(adminUrl);
+    if (postgres.ok) return { url: await startFerretDB(dataDir, 'postgresql', postgres.url), ferretdbPostgresUrl: postgres.url };
+    if (choice === 'postgresql') throw new LocalServiceError(`LOCAL_STORE=postgresql, but ${postgres.reason}`);
+    say(`${postgres.reason}; not using PostgreSQL`);
+    if (await mongoAnswers(LOCAL_MONGO_PORT)) {
+      say(`reusing the MongoDB server already listening on 127.0.0.1:${LOCAL_MONGO_PORT}`);
+      return { url: `mongodb://127.0.0.1:${LOCAL_MONGO_PORT}` };
+    }
+    const mongod = which('mongod');
+    if (mongod) return { url: await startMongod(dataDir, mongod) };
+  }
+  return { url: await startFerretDB(dataDir, 'sqlite', undefined) };
+}
+
 /** Resolves the URLs to use: configured ones as given, missing ones from local servers (reused or started). */
-export async function ensureLocalServices(options: { dataDir: string; mongoUrl?: string; redisUrl?: string }): Promise<LocalServices> {
-  const dataDir = resolve(options.dataDir);
-  if (!options.redisUrl || !options.mongoUrl) mkdirSync(join(dataDir, 'logs'), { recursive: true });
-  const redisUrl = options.redisUrl ?? (await ensureRedis(dataDir));
-  const mongoUrl = options.mongoUrl ?? `${await ensureMongo(dataDir)}/sluice`;
-  return { mongoUrl, redisUrl };
+export async function ensureLocalServices(config: Pick<Config, 'DATA_DIR' | 'MONGO_URL' | 'REDIS_URL' | 'LOCAL_STORE' | 'LOCAL_POSTGRES_URL'>): Promise<LocalServices> {
+  const dataDir = resolve(config.DATA_DIR);
+  if (!config.REDIS_URL || !config.MONGO_URL) mkdirSync(join(dataDir, 'logs'), { recursive: true });
+  const redisUrl = config.REDIS_URL ?? (await ensureRedis(dataDir));
+  if (config.MONGO_URL) return { mongoUrl: config.MONGO_URL, redisUrl };
+  const store = await ensureStore(dataDir, config.LOCAL_STORE, config.LOCAL_POSTGRES_URL);
+  return { mongoUrl: `${store.url}/${LOCAL_DATABASE}`, redisUrl, ...(store.ferretdbPostgresUrl && { ferretdbPostgresUrl: store.ferretdbPostgresUrl }) };
 }

@@ -13,17 +13,30 @@ const schedules = [
   { queue: 'maintenance', id: 'cleanup', every: 3_600_000, job: 'cleanup' },
   { queue: 'maintenance', id: 'reopen-ignored-issues', every: 60_000, job: 'reopen-ignored-issues' },
 ] as const;
+/** On FerretDB's PostgreSQL backend: indexes for collections created since start (see ferretdb-indexes). */
+const storeIndexSchedule = { queue: 'maintenance', id: 'store-indexes', every: 60_000, job: 'store-indexes' } as const;
 
-export async function startWorkers({ config, logger, redis }: { config: Config; logger: Logger; redis: Redis }) {
+export interface WorkerOptions {
+  config: Config;
+  logger: Logger;
+  redis: Redis;
+  /** Set when the store is FerretDB on PostgreSQL. */
+  ferretdbPostgresUrl?: string | undefined;
+}
+
+export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl }: WorkerOptions) {
   const blobs = createBlobStore(config);
-  const processors: Record<QueueName, Processor> = { telemetry: telemetryProcessor(blobs), maintenance: maintenanceProcessor(logger, blobs) };
+  const processors: Record<QueueName, Processor> = {
+    telemetry: telemetryProcessor(blobs),
+    maintenance: maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl }),
+  };
   const connection = { connection: redis, prefix: config.REDIS_PREFIX };
   const queues = new Map<QueueName, Queue>();
   const queue = (name: QueueName) => {
     if (!queues.has(name)) queues.set(name, new Queue(name, connection));
     return queues.get(name)!;
   };
-  for (const schedule of schedules) {
+  for (const schedule of ferretdbPostgresUrl ? [...schedules, storeIndexSchedule] : schedules) {
     await queue(schedule.queue).upsertJobScheduler(schedule.id, { every: schedule.every }, { name: schedule.job, data: {} });
   }
   const workers = Object.entries(processors).map(([name, processor]) => {

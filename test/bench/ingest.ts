@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import mongoose from 'mongoose';
 import { ErrorEvent } from '../../src/shared/features/issues/model.js';
 import { Span } from '../../src/shared/features/traces/model.js';
+import { loadConfig } from '../../src/shared/config.js';
 import { ensureLocalServices } from '../../src/shared/local-services.js';
 import { signUp } from '../support/factories/accounts.js';
 import { envelope, errorEvent, eventId, gzipBomb, projectWithDsn } from '../support/factories/telemetry.js';
@@ -44,9 +45,10 @@ async function until(what: string, since: number, done: () => Promise<boolean>) 
 }
 
 async function main() {
-  const urls = await ensureLocalServices({ dataDir: '.data', mongoUrl: process.env.MONGO_URL, redisUrl: process.env.REDIS_URL });
+  const urls = await ensureLocalServices(loadConfig());
   process.env.TEST_MONGO_URL = urls.mongoUrl;
   process.env.TEST_REDIS_URL = urls.redisUrl;
+  process.env.TEST_FERRETDB_POSTGRES_URL = urls.ferretdbPostgresUrl ?? '';
   const h = await startHarness({ LOG_LEVEL: 'warn', INGEST_RATE_LIMIT_PER_SECOND: '1000000' }, { workers: true });
   try {
     const project = await projectWithDsn(await signUp(h), h.ingest.baseUrl);

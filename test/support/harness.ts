@@ -32,7 +32,7 @@ function connectTestDatabase(logger: Logger): Promise<string> {
   connected ??= (async () => {
     const name = `slk_test_${process.env.JEST_WORKER_ID ?? '0'}_${randomBytes(4).toString('hex')}`;
     await connectMongo(`${process.env.TEST_MONGO_URL!.replace(/\/[^/]*$/, '')}/${name}`, logger);
-    await ensureIndexes();
+    await ensureIndexes(process.env.TEST_FERRETDB_POSTGRES_URL || undefined);
     return name;
   })();
   return connected;

@@ -1,0 +1,94 @@
+/**
+ * Index-backed lookups for FerretDB 1.24 on PostgreSQL.
+ *
+ * FerretDB keeps each collection as a table with one `jsonb` column, `_jsonb`, and pushes top-level
+ * scalar equality down to PostgreSQL as `_jsonb->'field' @> value`. The indexes FerretDB itself
+ * creates for `createIndex` are btree indexes, which `@>` cannot use, so every find, update and
+ * delete reads the whole table. A GIN index on the expression `(_jsonb->'field')` serves `@>`: this
+ * module creates one for `_id` and for every field that a model's indexes name, on the table
+ * FerretDB chose for each collection (its `_ferretdb_database_metadata` table maps names to tables).
+ *
+ * It runs only against FerretDB's own PostgreSQL database (the local services say when the store is
+ * that); a real MongoDB never sees it. Every statement is idempotent, so it runs at each start and
+ * again on a schedule, which covers a collection FerretDB created (or recreated) since.
+ */
+import { createHash } from 'node:crypto';
+import pg from 'pg';
+
+const METADATA_TABLE = '_ferretdb_database_metadata';
+/** Our indexes' names start with this; FerretDB's start with their table's name. */
+const INDEX_PREFIX = 'slk_gin_';
+
+export interface CollectionFields {
+  collection: string;
+  /** Top-level fields that equality filters name; dotted paths are never pushed down, so they are skipped. */
+  fields: string[];
+}
+
+export interface ExpressionIndex {
+  collection: string;
+  table: string;
+  field: string;
+  name: string;
+}
+
+const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
+const quoteLiteral = (text: string) => `'${text.replaceAll("'", "''")}'`;
+
+/** PostgreSQL names are at most 63 bytes, so ours are a fixed-length hash of table and field. */
+const indexName = (table: string, field: string) => `${INDEX_PREFIX}${createHash('sha256').update(`${table}\0${field}`).digest('hex').slice(0, 24)}`;
+
+/** The table FerretDB keeps each collection of a database (= PostgreSQL schema) in. */
+export async function ferretdbTables(client: pg.ClientBase, database: string): Promise<Map<string, string>> {
+  const exists = await client.query('SELECT 1 FROM pg_tables WHERE schemaname = $1 AND tablename = $2', [database, METADATA_TABLE]);
+  if (!exists.rowCount) return new Map();
+  const { rows } = await client.query<{ collection: string; table: string }>(
+    `SELECT _jsonb->>'_id' AS collection, _jsonb->>'table' AS table FROM ${quoteIdent(database)}.${quoteIdent(METADATA_TABLE)}`,
+  );
+  return new Map(rows.map((row) => [row.collection, row.table]));
+}
+
+/** The GIN expression indexes this module would have for these collections, given the tables that exist now. */
+export function plannedIndexes(tables: Map<string, string>, collections: CollectionFields[]): ExpressionIndex[] {
+  return collections.flatMap(({ collection, fields }) => {
+    const table = tables.get(collection);
+    if (!table) return [];
+    const topLevel = [...new Set(['_id', ...fields])].filter((field) => !field.includes('.'));
+    return topLevel.map((field) => ({ collection, table, field, name: indexName(table, field) }));
+  });
+}
+
+/** Errors that mean another process got there first, or the table went away meanwhile: nothing to do. */
+const benign = new Set(['42P07' /* duplicate_table */, '23505' /* unique_violation in pg_class */, '42P01' /* undefined_table */]);
+
+/**
+ * Creates the missing GIN expression indexes of these collections in `database` and returns the ones
+ * it created. `jsonb_path_ops` is the GIN operator class made for `@>`: smaller and faster than the default.
+ */
+export async function ensureExpressionIndexes(postgresUrl: string, database: string, collections: CollectionFields[]): Promise<ExpressionIndex[]> {
+  const client = new pg.Client({ connectionString: postgresUrl });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    const planned = plannedIndexes(await ferretdbTables(client, database), collections);
+    const { rows } = await client.query<{ indexname: string }>('SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE $2', [
+      database,
+      `${INDEX_PREFIX}%`,
+    ]);
+    const existing = new Set(rows.map((row) => row.indexname));
+    const created: ExpressionIndex[] = [];
+    for (const index of planned.filter((candidate) => !existing.has(candidate.name))) {
+      try {
+        await client.query(
+          `CREATE INDEX IF NOT EXISTS ${quoteIdent(index.name)} ON ${quoteIdent(database)}.${quoteIdent(index.table)} USING gin ((_jsonb->${quoteLiteral(index.field)}) jsonb_path_ops)`,
+        );
+        created.push(index);
+      } catch (error) {
+        if (!benign.has((error as { code?: string }).code ?? '')) throw error;
+      }
+    }
+    return created;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}

@@ -1,0 +1,140 @@
+/**
+ * The GIN expression indexes on FerretDB's PostgreSQL tables (src/shared/clients/ferretdb-indexes.ts):
+ * present for every model's collection, recreated by the scheduled job after a collection is dropped
+ * and recreated, used by FerretDB's queries, and invisible in what those queries answer.
+ * Needs the store to be FerretDB on PostgreSQL, as `npm test` chooses whenever PostgreSQL answers.
+ */
+import { Types } from 'mongoose';
+import mongoose from 'mongoose';
+import pg from 'pg';
+import { createBlobStore } from '../../src/shared/clients/blob.js';
+import { ferretdbTables, plannedIndexes } from '../../src/shared/clients/ferretdb-indexes.js';
+import { indexedFields } from '../../src/shared/clients/mongo.js';
+import { Span } from '../../src/shared/features/traces/model.js';
+import { createLogger } from '../../src/shared/logger.js';
+import { maintenanceProcessor } from '../../src/workers/processors/maintenance.js';
+import type { Job } from 'bullmq';
+import { type Harness, useHarness } from '../support/harness.js';
+
+const postgresUrl = process.env.TEST_FERRETDB_POSTGRES_URL ?? '';
+const onPostgres = postgresUrl ? describe : describe.skip;
+
+let h: Harness;
+useHarness((harness) => (h = harness));
+
+async function withPostgres<T>(use: (client: pg.Client) => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: postgresUrl });
+  await client.connect();
+  try {
+    return await use(client);
+  } finally {
+    await client.end();
+  }
+}
+
+const database = () => mongoose.connection.name;
+
+/** The names of our GIN indexes that exist on each collection's table now. */
+async function ginIndexes(): Promise<{ planned: ReturnType<typeof plannedIndexes>; existing: Set<string>; tables: Map<string, string> }> {
+  return withPostgres(async (client) => {
+    const tables = await ferretdbTables(client, database());
+    const { rows } = await client.query<{ indexname: string; indexdef: string }>('SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = $1', [database()]);
+    return { tables, planned: plannedIndexes(tables, indexedFields()), existing: new Set(rows.filter((r) => r.indexdef.includes('USING gin')).map((r) => r.indexname)) };
+  });
+}
+
+const runStoreIndexJob = () =>
+  maintenanceProcessor({ logger: createLogger('silent'), blobs: createBlobStore(h.config), ferretdbPostgresUrl: postgresUrl })({ name: 'store-indexes' } as Job);
+
+const projectId = new Types.ObjectId();
+const orgId = new Types.ObjectId();
+
+function spans(count: number) {
+  const start = Date.UTC(2026, 10, 1);
+  return Array.from({ length: count }, (_, i) => ({
+    orgId,
+    projectId,
+    traceId: `trace-${i % 250}`,
+    spanId: `span-${i}`,
+    parentSpanId: i % 4 === 0 ? null : `span-${i - 1}`,
+    name: `GET /items/${i % 7}`,
+    kind: 'server',
+    service: `service-${i % 5}`,
+    startAt: new Date(start + i * 1000),
+    endAt: new Date(start + i * 1000 + 20),
+    durationMs: (i % 13) * 1.5,
+    status: i % 11 === 0 ? 'error' : 'ok',
+    category: i % 3 === 0 ? 'db' : 'http',
+    isSegment: i % 4 === 0,
+    attributes: [{ key: 'http.route', value: `/items/${i % 7}` }],
+    source: 'otlp',
+  }));
+}
+
+onPostgres('GIN expression indexes on FerretDB’s PostgreSQL backend', () => {
+  test('every model’s collection has its table found and an index for _id and each indexed field', async () => {
+    const { planned, existing, tables } = await ginIndexes();
+    for (const { collection } of indexedFields()) expect(tables.has(collection)).toBe(true);
+    // _id and at least one declared field for every collection
+    expect(planned.length).toBeGreaterThan(indexedFields().length * 2);
+    expect(planned.filter((index) => !existing.has(index.name))).toEqual([]);
+    expect(planned.find((index) => index.collection === 'projectkeys' && index.field === 'publicKey')).toBeDefined();
+  });
+
+  test('FerretDB’s queries use them: an equality lookup is a bitmap index scan, not a sequential scan', async () => {
+    await Span.collection.insertMany(spans(3000));
+    const { planned } = await ginIndexes();
+    const traceIndex = planned.find((index) => index.collection === 'spans' && index.field === 'traceId')!;
+    await withPostgres((client) => client.query(`ANALYZE "${database()}"."${traceIndex.table}"`));
+    const explained = (await Span.collection.find({ traceId: 'trace-17' }).explain()) as { queryPlanner: unknown };
+    const plan = JSON.stringify(explained.queryPlanner);
+    expect(plan).toContain(traceIndex.name);
+    expect(plan).not.toContain('Seq Scan');
+  });
+
+  test('queries answer the same with and without the indexes', async () => {
+    const queries = {
+      byId: async () => Span.collection.find({ spanId: 'span-5' }).project({ _id: 0 }).toArray(),
+      oneTrace: async () => Span.collection.find({ projectId, traceId: 'trace-3' }).sort({ spanId: 1 }).project({ _id: 0 }).toArray(),
+      serviceAndStatus: async () => (await Span.collection.find({ service: 'service-2', status: 'error' }).toArray()).length,
+      inList: async () => (await Span.collection.find({ traceId: { $in: ['trace-1', 'trace-2'] } }).toArray()).length,
+      range: async () => (await Span.collection.find({ projectId, startAt: { $gte: new Date(Date.UTC(2026, 10, 1, 0, 10)) } }).toArray()).length,
+      notEqual: async () => (await Span.collection.find({ category: { $ne: 'db' } }).toArray()).length,
+      count: async () => Span.collection.countDocuments({ projectId, category: 'db' }),
+      sorted: async () => (await Span.collection.find({ orgId }).sort({ durationMs: -1, spanId: 1 }).limit(5).toArray()).map((span) => span.spanId),
+      missing: async () => Span.collection.find({ traceId: 'no-such-trace' }).toArray(),
+    };
+    const answer = async () => Object.fromEntries(await Promise.all(Object.entries(queries).map(async ([name, query]) => [name, await query()])));
+
+    const withIndexes = await answer();
+    const { planned } = await ginIndexes();
+    await withPostgres(async (client) => {
+      for (const index of planned.filter((candidate) => candidate.collection === 'spans')) await client.query(`DROP INDEX "${database()}"."${index.name}"`);
+    });
+    const without = await answer();
+    await runStoreIndexJob();
+    const again = await answer();
+
+    expect(withIndexes.oneTrace).toHaveLength(12);
+    expect(withIndexes.missing).toEqual([]);
+    expect(without).toEqual(withIndexes);
+    expect(again).toEqual(withIndexes);
+  });
+
+  test('a dropped and recreated collection gets its indexes back from the scheduled job, on its new table', async () => {
+    await Span.collection.drop();
+    await Span.collection.insertOne(spans(1)[0]!);
+
+    const recreated = await ginIndexes();
+    expect(recreated.tables.has('spans')).toBe(true);
+    const missing = () => recreated.planned.filter((index) => index.collection === 'spans' && !recreated.existing.has(index.name));
+    expect(missing().length).toBeGreaterThan(0);
+
+    const result = await runStoreIndexJob();
+    expect(result).toEqual({ created: missing().length });
+    const after = await ginIndexes();
+    expect(after.planned.filter((index) => !after.existing.has(index.name))).toEqual([]);
+    // a second run finds nothing to do
+    expect(await runStoreIndexJob()).toEqual({ created: 0 });
+  });
+});
