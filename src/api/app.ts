@@ -22,6 +22,7 @@ import { issueRoutes } from './routes/issues.js';
 import { memberRoutes } from './routes/members.js';
 import { projectRoutes } from './routes/projects.js';
 import { settingsRoutes } from './routes/settings.js';
+import { traceRoutes } from './routes/traces.js';
 import { mountRoutes, type AnyRoute } from './routing.js';
 
 export const JSON_BODY_LIMIT = '1mb';
@@ -42,6 +43,7 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
     ...apiKeyRoutes(),
     ...settingsRoutes(),
     ...issueRoutes(),
+    ...traceRoutes(),
   ];
   routes.push(openApiRoute(() => routes));
 

@@ -12,22 +12,34 @@ export interface Page<T> {
   nextCursor: string | null;
 }
 
-type CursorValue = string | number | { date: string };
+type CursorPart = string | number | { date: string };
 
-function encode(value: unknown, id: Types.ObjectId): string {
-  const key: CursorValue = value instanceof Date ? { date: value.toISOString() } : (value as string | number);
-  return Buffer.from(JSON.stringify([key, id.toHexString()])).toString('base64url');
+/** An opaque cursor from the values a page ended on (dates, strings, numbers). */
+export function encodeCursor(values: unknown[]): string {
+  const parts: CursorPart[] = values.map((value) => (value instanceof Date ? { date: value.toISOString() } : (value as string | number)));
+  return Buffer.from(JSON.stringify(parts)).toString('base64url');
 }
 
-function decode(cursor: string): [unknown, Types.ObjectId] {
+/** The values of a cursor from encodeCursor; anything else is the client's mistake. */
+export function decodeCursor(cursor: string, count: number): unknown[] {
   try {
-    const [key, id] = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as [CursorValue, string];
-    const value = typeof key === 'object' && key !== null ? new Date(key.date) : key;
-    if (value instanceof Date && Number.isNaN(value.getTime())) throw new Error('bad date');
-    return [value, new Types.ObjectId(id)];
+    const parts = JSON.parse(Buffer.from(cursor, 'base64url').toString()) as CursorPart[];
+    if (!Array.isArray(parts) || parts.length !== count) throw new Error('wrong shape');
+    return parts.map((part) => {
+      if (typeof part !== 'object' || part === null) return part;
+      const date = new Date(part.date);
+      if (Number.isNaN(date.getTime())) throw new Error('bad date');
+      return date;
+    });
   } catch {
     throw new AppError('invalid_request', 'cursor is not one this API issued');
   }
+}
+
+/** A cursor's object id, checked like the rest of it. */
+export function cursorId(value: unknown): Types.ObjectId {
+  if (typeof value !== 'string' || !/^[0-9a-f]{24}$/.test(value)) throw new AppError('invalid_request', 'cursor is not one this API issued');
+  return new Types.ObjectId(value);
 }
 
 /**
@@ -42,9 +54,9 @@ export async function paginate<T>(
   const { sortField, direction, limit } = options;
   const query: Record<string, unknown> = { ...filter };
   if (options.cursor) {
-    const [value, id] = decode(options.cursor);
+    const [value, id] = decodeCursor(options.cursor, 2);
     const beyond = direction === -1 ? '$lt' : '$gt';
-    query.$and = [{ $or: [{ [sortField]: { [beyond]: value } }, { [sortField]: value, _id: { [beyond]: id } }] }];
+    query.$and = [{ $or: [{ [sortField]: { [beyond]: value } }, { [sortField]: value, _id: { [beyond]: cursorId(id) } }] }];
   }
   const docs = (await model
     .find(query)
@@ -54,7 +66,7 @@ export async function paginate<T>(
   const items = docs.slice(0, limit);
   const last = items.at(-1);
   const nextCursor =
-    docs.length > limit && last ? encode((last as Record<string, unknown>)[sortField], last._id) : null;
+    docs.length > limit && last ? encodeCursor([(last as Record<string, unknown>)[sortField], last._id.toHexString()]) : null;
   return { items, nextCursor };
 }
 

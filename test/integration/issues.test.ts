@@ -96,7 +96,7 @@ describe('idempotency', () => {
     const marker = errorEvent({}, { type: 'MarkerError', value: 'sent after the others' });
     await send(project, marker);
     const issues = await issuesOnceCounted(owner, project, 3);
-    await eventually(async () => ((await mongoose.connection.db!.collection('errorevents').countDocuments({ eventId: marker.event_id, issueId: { $ne: null } })) === 1 ? true : undefined), 'the marker');
+    await eventually(async () => ((await mongoose.connection.db!.collection('errorevents').countDocuments({ eventId: marker.event_id, counted: true })) === 1 ? true : undefined), 'the marker');
     expect(issues.map((i: { type: string; count: number }) => [i.type, i.count]).sort()).toEqual([['ConcurrencyError', 1], ['MarkerError', 1], ['TypeError', 1]]);
     const stored = await mongoose.connection.db!.collection('errorevents').countDocuments({ eventId: { $in: [twice.event_id, many.event_id] } });
     expect(stored).toBe(2);
@@ -106,20 +106,65 @@ describe('idempotency', () => {
 describe('the error processor after a crash and under concurrency', () => {
   test('a retried batch counts the events it stored but never marked; another batch leaves them alone', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
-    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const { eventKey, ingestErrorEvents, issueKey } = await import('../../src/shared/features/issues/service.js');
+    const { groupingHash } = await import('../../src/shared/features/issues/grouping.js');
     const { ErrorEvent, Issue } = await import('../../src/shared/features/issues/model.js');
+    const projectId = new Types.ObjectId(project.id);
     const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: Date.now(), event } });
-    // As a batch that crashed after storing its events would leave them: stored, unmarked.
+    // As a batch that crashed after storing its events would leave them: stored, uncounted.
     const crashed = errorEvent({}, { type: 'CrashRecoveryError' });
     const inFlight = errorEvent({}, { type: 'InFlightError' });
     for (const [event, batchId] of [[crashed, 'batch-1'], [inFlight, 'batch-2']] as const) {
-      await ErrorEvent.collection.insertOne({ orgId: new Types.ObjectId(owner.organization.id), projectId: new Types.ObjectId(project.id), eventId: event.event_id, issueId: null, batchId, timestamp: new Date(), receivedAt: new Date(), level: 'error', title: 't', data: '{}' });
+      await ErrorEvent.collection.insertOne({
+        _id: eventKey(projectId, event.event_id),
+        orgId: new Types.ObjectId(owner.organization.id),
+        projectId,
+        eventId: event.event_id,
+        issueId: issueKey(projectId, groupingHash(event as Parameters<typeof groupingHash>[0]).hash),
+        counted: false,
+        page: null,
+        batchId,
+        timestamp: new Date(),
+        receivedAt: new Date(),
+        level: 'error',
+        title: 't',
+        data: '{}',
+      });
     }
     await ingestErrorEvents([item(crashed), item(inFlight)], 'batch-1');
     expect(await Issue.find({ projectId: new Types.ObjectId(project.id) }, { errorType: 1, eventCount: 1, _id: 0 }).lean()).toEqual([{ errorType: 'CrashRecoveryError', eventCount: 1 }]);
     await ingestErrorEvents([item(crashed)], 'batch-1');
     await ingestErrorEvents([item(crashed)], 'batch-3');
     expect((await Issue.findOne({ errorType: 'CrashRecoveryError', projectId: new Types.ObjectId(project.id) }).lean())!.eventCount).toBe(1);
+  });
+});
+
+describe('an issue’s occurrences', () => {
+  test('230 events page newest first, 50 at a time, each exactly once; the detail shows the newest', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const start = Date.now() - 3_600_000;
+    const sent = Array.from({ length: 230 }, (_, i) => errorEvent({ timestamp: (start + i * 1000) / 1000 }, { type: 'PagedError' }));
+    const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: (event.timestamp as number) * 1000, event } });
+    // two batches, as the workers would store them: 150 events, then 80 (spread over three pages of 100)
+    await ingestErrorEvents(sent.slice(0, 150).map(item), 'paged-1');
+    await ingestErrorEvents(sent.slice(150).map(item), 'paged-2');
+
+    const [issue] = (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data;
+    expect(issue.count).toBe(230);
+    const listed: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { status: number; body: { data: { event_id: string }[]; next_cursor: string | null } } = await owner.client.get(`/v1/issues/${issue.id}/events?limit=50${cursor ? `&cursor=${cursor}` : ''}`);
+      expect(page.status).toBe(200);
+      expect(page.body.data.length).toBeLessThanOrEqual(50);
+      listed.push(...page.body.data.map((event) => event.event_id));
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(listed).toEqual(sent.map((event) => event.event_id).reverse());
+    const detail = await owner.client.get(`/v1/issues/${issue.id}`);
+    expect(detail.body.latest_event.event_id).toBe(sent.at(-1)!.event_id);
+    expect((await owner.client.get(`/v1/issues/${issue.id}/events?cursor=not-a-cursor`)).body.code).toBe('invalid_request');
   });
 });
 

@@ -1,7 +1,9 @@
 import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
 import { feedbackSources } from '../../telemetry/records.js';
 
+/** `_id` is derived from project and feedback id, so a resent submission clashes with its stored self. */
 const feedbackSchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
   orgId: { type: Schema.Types.ObjectId, required: true },
   projectId: { type: Schema.Types.ObjectId, required: true },
   feedbackId: { type: String, required: true },

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { Types } from 'mongoose';
 import type { z } from 'zod';
-import { AppError, isDuplicateKey } from '../../errors.js';
+import { AppError } from '../../errors.js';
 import { paginate } from '../../paging.js';
 import type { Principal } from '../../principal.js';
 import type { FeedbackRecord, Stamped } from '../../telemetry/records.js';
+import { contentId, insertNew } from '../../telemetry/storage.js';
 import { scopeFilter, type ViewScope } from '../../views.js';
 import { findProject } from '../projects/service.js';
 import { Feedback, type FeedbackDoc } from './model.js';
@@ -12,6 +13,7 @@ import type { feedbackJson, submitFeedbackBody } from './schemas.js';
 
 function feedbackDoc({ orgId, projectId, record }: Stamped<FeedbackRecord>, receivedAt: Date) {
   return {
+    _id: contentId('feedback', projectId, record.feedbackId),
     orgId: new Types.ObjectId(orgId),
     projectId: new Types.ObjectId(projectId),
     feedbackId: record.feedbackId,
@@ -30,13 +32,10 @@ function feedbackDoc({ orgId, projectId, record }: Stamped<FeedbackRecord>, rece
 
 /** Stores feedback once per {project, feedback id}; a resent submission is already done. */
 export async function ingestFeedback(items: Stamped<FeedbackRecord>[]): Promise<void> {
-  for (const item of items) {
-    try {
-      await Feedback.collection.insertOne(feedbackDoc(item, new Date(item.record.timeMs)));
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
-    }
-  }
+  await insertNew(
+    Feedback.collection,
+    items.map((item) => feedbackDoc(item, new Date(item.record.timeMs))),
+  );
 }
 
 const feedbackJsonOf = (doc: FeedbackDoc): z.infer<typeof feedbackJson> => ({
@@ -86,6 +85,6 @@ export async function submitFeedback(principal: Principal, body: z.infer<typeof 
     },
   };
   const doc = feedbackDoc(item, now);
-  const { insertedId } = await Feedback.collection.insertOne(doc);
-  return feedbackJsonOf({ ...doc, _id: insertedId } as FeedbackDoc);
+  await Feedback.collection.insertOne(doc);
+  return feedbackJsonOf(doc as FeedbackDoc);
 }

@@ -2,7 +2,9 @@ import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
 
 export const issueStatuses = ['unresolved', 'resolved', 'ignored'] as const;
 
+/** An issue's `_id` is derived from its project and grouping hash (see issueKey), so the grouping upsert is addressed by `_id` alone. */
 const issueSchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
   orgId: { type: Schema.Types.ObjectId, required: true },
   projectId: { type: Schema.Types.ObjectId, required: true },
   /** Grouping hash: events with the same hash are occurrences of this issue. */
@@ -30,7 +32,7 @@ const issueSchema = new Schema({
   /** …or once its event count reaches this total. */
   ignoredUntilCount: { type: Number, default: null },
 });
-// the grouping upsert: one issue per project and hash.
+// one issue per project and hash (the upsert itself is by the derived _id).
 issueSchema.index({ projectId: 1, hash: 1 }, { unique: true });
 // the issue list in each of its sort orders, keyset-paged within an organisation.
 issueSchema.index({ orgId: 1, lastSeen: -1, _id: -1 });
@@ -40,12 +42,25 @@ issueSchema.index({ orgId: 1, userCount: -1, _id: -1 });
 // the scheduled reopening of ignored issues whose time has come.
 issueSchema.index({ status: 1, ignoredUntil: 1 });
 
+/** Occurrences of an issue are listed a page at a time; a page holds this many, in the order they were counted. */
+export const EVENT_PAGE_SIZE = 100;
+
+/** An error event's `_id` is derived from its project and event id (see eventKey): a resent event clashes with its stored self. */
 const errorEventSchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
   orgId: { type: Schema.Types.ObjectId, required: true },
   projectId: { type: Schema.Types.ObjectId, required: true },
   eventId: { type: String, required: true },
-  /** Set once the event has been counted into its issue; an event stored but not counted is finished on retry. */
-  issueId: { type: Schema.Types.ObjectId, default: null },
+  /** Derived from the grouping hash, so it is known before the issue is written. */
+  issueId: { type: Schema.Types.ObjectId, required: true },
+  /** False until the event is counted into its issue; an event stored but not counted is finished on retry. */
+  counted: { type: Boolean, required: true },
+  /**
+   * Which page of its issue's occurrences the event is on: the n-th event counted into an issue is on
+   * page ⌊(n-1) / EVENT_PAGE_SIZE⌋. Reading a page is an equality lookup however many events the issue
+   * has (FerretDB sorts in memory, so a sort over all of an issue's events would grow with them).
+   */
+  page: { type: Number, default: null },
   /** The batch that stored the event: only a retry of that batch may count it. */
   batchId: { type: String, required: true },
   timestamp: { type: Date, required: true },
@@ -55,6 +70,8 @@ const errorEventSchema = new Schema({
   environment: { type: String, default: null },
   release: { type: String, default: null },
   userKey: { type: String, default: null },
+  /** `contexts.trace.trace_id`: the trace the error happened in. */
+  traceId: { type: String, default: null },
   /**
    * The event as the SDK sent it (≤ 1 MiB), as JSON text: it is only ever read whole, and its keys
    * (tags such as `os.name`) may hold dots, which FerretDB does not accept in document keys.
@@ -63,16 +80,22 @@ const errorEventSchema = new Schema({
 });
 // one stored event per project and event id, however often an SDK sends it.
 errorEventSchema.index({ projectId: 1, eventId: 1 }, { unique: true });
-// an issue's occurrences, newest first, keyset-paged.
-errorEventSchema.index({ issueId: 1, timestamp: -1, _id: -1 });
+// one page of an issue's occurrences (and the latest event), newest first.
+errorEventSchema.index({ issueId: 1, page: -1, timestamp: -1, _id: -1 });
+// a retried batch finding the events it stored but did not count, and marking them counted.
+errorEventSchema.index({ batchId: 1, counted: 1 });
+// the issues of one trace, beside its spans, within an organisation.
+errorEventSchema.index({ orgId: 1, traceId: 1 });
 // retention cleanup by organisation and age.
 errorEventSchema.index({ orgId: 1, timestamp: 1 });
 
 /** Which end users an issue has affected: one document per (issue, user), so the count is distinct. */
 const issueUserSchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
   issueId: { type: Schema.Types.ObjectId, required: true },
   userKey: { type: String, required: true },
 });
+// one document per issue and user, however many events name them (its _id is derived from both).
 issueUserSchema.index({ issueId: 1, userKey: 1 }, { unique: true });
 
 export const Issue = model('Issue', issueSchema);

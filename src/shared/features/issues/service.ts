@@ -1,13 +1,13 @@
-import { Types } from 'mongoose';
+import { Types, type mongo } from 'mongoose';
 import type { z } from 'zod';
 import { AppError, isDuplicateKey, notFound } from '../../errors.js';
-import { paginate, parseId } from '../../paging.js';
+import { cursorId, decodeCursor, encodeCursor, paginate, parseId } from '../../paging.js';
 import type { ErrorEventRecord, Stamped } from '../../telemetry/records.js';
 import { scopeFilter, type ViewScope } from '../../views.js';
-import { insertNew } from '../../telemetry/storage.js';
+import { contentId, insertNew } from '../../telemetry/storage.js';
 import { recordEndUsers, userKeyOf, type SentUser } from '../users/service.js';
 import { crashingFrames, culprit, groupingHash, issueTitle, type SentryEventLike, type SentryExceptionLike } from './grouping.js';
-import { ErrorEvent, Issue, IssueUser, type ErrorEventDoc, type IssueDoc } from './model.js';
+import { ErrorEvent, EVENT_PAGE_SIZE, Issue, IssueUser, type ErrorEventDoc, type IssueDoc } from './model.js';
 import { issueSorts, type eventJson, type issueJson, type listIssuesQuery, type updateIssueBody } from './schemas.js';
 
 const str = (value: unknown) => (typeof value === 'string' && value ? value : null);
@@ -30,8 +30,10 @@ function tagsOf(event: Record<string, unknown>): Record<string, string> {
 
 interface PreparedEvent {
   key: string;
+  _id: Types.ObjectId;
   orgId: Types.ObjectId;
   projectId: Types.ObjectId;
+  issueId: Types.ObjectId;
   eventId: string;
   at: Date;
   event: Record<string, unknown>;
@@ -41,6 +43,11 @@ interface PreparedEvent {
   groupingKind: string;
 }
 
+/** An error event's `_id`: the same project and event id always address the same document. */
+export const eventKey = (projectId: Types.ObjectId, eventId: string) => contentId('event', projectId.toHexString(), eventId);
+/** An issue's `_id`: the same project and grouping hash always address the same issue. */
+export const issueKey = (projectId: Types.ObjectId, hash: string) => contentId('issue', projectId.toHexString(), hash);
+
 /** How far ahead of the server an event's own timestamp may be; beyond it the client's clock is wrong, as Relay judges. */
 const FUTURE_TOLERANCE_MS = 60_000;
 
@@ -48,10 +55,13 @@ function prepare({ orgId, projectId, record }: Stamped<ErrorEventRecord>, now: D
   const event = record.event;
   const user = (obj(event.user) as SentUser | null) ?? undefined;
   const grouping = groupingHash(event as SentryEventLike);
+  const project = new Types.ObjectId(projectId);
   return {
     key: `${projectId}:${record.eventId}`,
+    _id: eventKey(project, record.eventId),
     orgId: new Types.ObjectId(orgId),
-    projectId: new Types.ObjectId(projectId),
+    projectId: project,
+    issueId: issueKey(project, grouping.hash),
     eventId: record.eventId,
     at: new Date(record.timeMs > now.getTime() + FUTURE_TOLERANCE_MS ? now.getTime() : record.timeMs),
     event,
@@ -62,15 +72,22 @@ function prepare({ orgId, projectId, record }: Stamped<ErrorEventRecord>, now: D
   };
 }
 
-/** One upsert for all of a batch's events of one issue: counts, first/last seen, and the newest event's details. */
-async function upsertIssue(events: PreparedEvent[]): Promise<IssueDoc> {
+/** One upsert, by the issue's derived `_id`, for all of a batch's events of one issue: counts of events and new users, first/last seen, and the newest event's details. */
+async function upsertIssue(events: PreparedEvent[], newUsers: number): Promise<IssueDoc> {
   const newest = events.reduce((a, b) => (b.at >= a.at ? b : a));
   const sentry = newest.event as SentryEventLike;
   const exception = exceptionsOf(sentry).at(-1);
   const environments = [...new Set(events.flatMap((e) => str(e.event.environment) ?? []))];
   const releases = [...new Set(events.flatMap((e) => str(e.event.release) ?? []))];
   const update = {
-    $setOnInsert: { orgId: newest.orgId, groupingKind: newest.groupingKind, platform: str(newest.event.platform), status: 'unresolved' },
+    $setOnInsert: {
+      orgId: newest.orgId,
+      projectId: newest.projectId,
+      hash: newest.hash,
+      groupingKind: newest.groupingKind,
+      platform: str(newest.event.platform),
+      status: 'unresolved',
+    },
     $set: {
       title: issueTitle(sentry),
       culprit: culprit(sentry),
@@ -81,11 +98,10 @@ async function upsertIssue(events: PreparedEvent[]): Promise<IssueDoc> {
     },
     $min: { firstSeen: events.reduce((a, b) => (b.at < a.at ? b : a)).at },
     $max: { lastSeen: newest.at },
-    $inc: { eventCount: events.length },
+    $inc: { eventCount: events.length, userCount: newUsers },
     $addToSet: { environments: { $each: environments }, releases: { $each: releases } },
   };
-  const upsert = () =>
-    Issue.findOneAndUpdate({ projectId: newest.projectId, hash: newest.hash }, update, { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
+  const upsert = () => Issue.findOneAndUpdate({ _id: newest.issueId }, update, { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
   try {
     return (await upsert())!;
   } catch (error) {
@@ -113,16 +129,12 @@ async function applyEventTransitions(issue: IssueDoc, now: Date): Promise<void> 
 }
 
 /**
- * Events this batch stored on an earlier attempt but never marked with their issue: counted now. An
- * unmarked event stored by another batch is that batch's to count, so concurrent duplicates count once.
+ * Events this batch stored on an earlier attempt but never counted: counted now. An uncounted event
+ * stored by another batch is that batch's to count, so concurrent duplicates count once.
  */
-async function unfinished(events: PreparedEvent[], batchId: string): Promise<Set<string>> {
-  if (events.length === 0) return new Set();
-  const stored = await ErrorEvent.find(
-    { $or: events.map((e) => ({ projectId: e.projectId, eventId: e.eventId })), issueId: null, batchId },
-    { projectId: 1, eventId: 1 },
-  ).lean();
-  return new Set(stored.map((doc) => `${doc.projectId.toHexString()}:${doc.eventId}`));
+async function uncountedOfBatch(batchId: string): Promise<Set<string>> {
+  const stored = await ErrorEvent.find({ batchId, counted: false }, { _id: 1 }).lean();
+  return new Set(stored.map((doc) => doc._id.toHexString()));
 }
 
 const groupBy = <T>(values: T[], keyOf: (value: T) => string) => {
@@ -131,21 +143,44 @@ const groupBy = <T>(values: T[], keyOf: (value: T) => string) => {
   return groups;
 };
 
+/** The page the n-th event counted into an issue is on (n from 1). */
+const pageOf = (n: number) => Math.floor((n - 1) / EVENT_PAGE_SIZE);
+
+/**
+ * Marks a batch's events of one issue counted and puts them on their pages: after the count's `$inc`
+ * the issue holds `eventCount` events, the last `events.length` of them these (oldest first).
+ * One update per page, narrowed by the batch id.
+ */
+function pageMarks(batchId: string, issue: IssueDoc, events: PreparedEvent[]): mongo.AnyBulkWriteOperation[] {
+  const first = issue.eventCount - events.length + 1;
+  const byPage = groupBy(
+    [...events].sort((a, b) => a.at.getTime() - b.at.getTime()).map((e, index) => ({ id: e._id, page: pageOf(first + index) })),
+    (mark) => String(mark.page),
+  );
+  return [...byPage].map(([page, marks]) => ({
+    updateMany: { filter: { batchId, counted: false, _id: { $in: marks.map((mark) => mark.id) } }, update: { $set: { counted: true, page: Number(page) } } },
+  }));
+}
+
 /**
  * Stores a batch of error events once per {project, event_id} and counts each into its issue once,
- * with a handful of writes per batch rather than per event. Events are stored first with no issue and
- * marked with it only after the issue and user counts are updated, so a retry of the same batch after
- * a crash counts exactly its unmarked ones.
+ * with a handful of writes per batch rather than per event, every one addressed by a derived `_id` or
+ * narrowed by the batch id. Events are stored first, uncounted, and marked counted only after the
+ * issue and user counts are updated, so a retry of the same batch after a crash counts exactly its
+ * uncounted ones (a crash between the user records and the count leaves those users uncounted).
  */
 export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batchId: string, now = new Date()): Promise<void> {
   const prepared = [...new Map(items.map((item) => prepare(item, now)).map((e) => [e.key, e] as const)).values()];
   const inserted = await insertNew(
     ErrorEvent.collection,
     prepared.map((e) => ({
+      _id: e._id,
       orgId: e.orgId,
       projectId: e.projectId,
       eventId: e.eventId,
-      issueId: null,
+      issueId: e.issueId,
+      counted: false,
+      page: null,
       timestamp: e.at,
       receivedAt: now,
       level: str(e.event.level) ?? 'error',
@@ -153,35 +188,36 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
       environment: str(e.event.environment),
       release: str(e.event.release),
       userKey: e.userKey,
+      traceId: str(obj(obj(e.event.contexts)?.trace)?.trace_id)?.toLowerCase() ?? null,
       batchId,
       data: JSON.stringify(e.event),
     })),
   );
-  const fresh = new Set(inserted.map((doc) => `${doc.projectId.toHexString()}:${doc.eventId}`));
-  const retried = await unfinished(prepared.filter((e) => !fresh.has(e.key)), batchId);
-  const toCount = prepared.filter((e) => fresh.has(e.key) || retried.has(e.key));
+  const fresh = new Set(inserted.map((doc) => doc._id.toHexString()));
+  const retried = inserted.length < prepared.length ? await uncountedOfBatch(batchId) : new Set<string>();
+  const toCount = prepared.filter((e) => fresh.has(e._id.toHexString()) || retried.has(e._id.toHexString()));
   if (toCount.length === 0) return;
 
-  const issues = new Map<string, IssueDoc>();
-  for (const [group, events] of groupBy(toCount, (e) => `${e.projectId.toHexString()}:${e.hash}`)) {
-    const issue = await upsertIssue(events);
-    await applyEventTransitions(issue, now);
-    issues.set(group, issue);
-  }
-  const issueOf = (e: PreparedEvent) => issues.get(`${e.projectId.toHexString()}:${e.hash}`)!;
-
+  // New (issue, user) pairs first, so each issue's user count moves in the same write as its event count.
   await recordEndUsers(toCount.map((e) => ({ orgId: e.orgId, projectId: e.projectId, user: e.user, seenAt: e.at })));
-  const affected = [...new Map(toCount.filter((e) => e.userKey).map((e) => [`${issueOf(e)._id.toHexString()}:${e.userKey}`, { issueId: issueOf(e)._id, userKey: e.userKey! }])).values()];
+  const affected = [
+    ...new Map(
+      toCount
+        .filter((e) => e.userKey)
+        .map((e) => [`${e.issueId.toHexString()}:${e.userKey}`, { _id: contentId('issue-user', e.issueId.toHexString(), e.userKey), issueId: e.issueId, userKey: e.userKey! }]),
+    ).values(),
+  ];
   const newUsers = groupBy(await insertNew(IssueUser.collection, affected), (pair) => pair.issueId.toHexString());
-  await Issue.bulkWrite([...newUsers].map(([issueId, pairs]) => ({ updateOne: { filter: { _id: new Types.ObjectId(issueId) }, update: { $inc: { userCount: pairs.length } } } })));
 
-  const marks = [...groupBy(toCount, (e) => issueOf(e)._id.toHexString())].map(([issueId, events]) => ({
-    updateMany: {
-      filter: { $or: events.map((e) => ({ projectId: e.projectId, eventId: e.eventId })) },
-      update: { $set: { issueId: new Types.ObjectId(issueId) } },
-    },
-  }));
-  await ErrorEvent.bulkWrite(marks);
+  const byIssue = groupBy(toCount, (e) => e.issueId.toHexString());
+  const issues = new Map<string, IssueDoc>();
+  for (const [issueId, events] of byIssue) {
+    const issue = await upsertIssue(events, newUsers.get(issueId)?.length ?? 0);
+    await applyEventTransitions(issue, now);
+    issues.set(issueId, issue);
+  }
+
+  await ErrorEvent.bulkWrite([...byIssue].flatMap(([issueId, events]) => pageMarks(batchId, issues.get(issueId)!, events)));
 }
 
 /** The scheduled half of "ignore until": reopens ignored issues whose time has passed without a new event. */
@@ -286,16 +322,46 @@ async function findIssue(orgId: Types.ObjectId, issueId: string): Promise<IssueD
   return issue;
 }
 
+/** After this many empty pages in a row, the older ones are gone (retention removes the oldest first). */
+const MAX_EMPTY_PAGES = 20;
+
+/**
+ * An issue's occurrences, newest first: page by page from the newest (each page one equality lookup),
+ * and within a page by the events' own time. The cursor names the page and the last event returned.
+ */
+async function occurrences(issue: IssueDoc, limit: number, cursor?: string): Promise<{ events: ErrorEventDoc[]; nextCursor: string | null }> {
+  let page = issue.eventCount > 0 ? pageOf(issue.eventCount) : -1;
+  let after: { time: Date; id: Types.ObjectId } | undefined;
+  if (cursor) {
+    const [cursorPage, time, id] = decodeCursor(cursor, 3);
+    if (!Number.isInteger(cursorPage) || !(time instanceof Date)) throw new AppError('invalid_request', 'cursor is not one this API issued');
+    page = Math.min(page, cursorPage as number);
+    after = { time, id: cursorId(id) };
+  }
+  const newestFirst = (a: ErrorEventDoc, b: ErrorEventDoc) => b.timestamp.getTime() - a.timestamp.getTime() || b._id.toHexString().localeCompare(a._id.toHexString());
+  const isAfter = (doc: ErrorEventDoc) => !after || doc.timestamp < after.time || (doc.timestamp.getTime() === after.time.getTime() && doc._id.toHexString() < after.id.toHexString());
+  const found: (ErrorEventDoc & { page: number })[] = [];
+  for (let empty = 0; page >= 0 && found.length <= limit && empty < MAX_EMPTY_PAGES; page--) {
+    const docs = (await ErrorEvent.find({ issueId: issue._id, page }).lean<ErrorEventDoc[]>()).sort(newestFirst).filter(isAfter);
+    empty = docs.length === 0 ? empty + 1 : 0;
+    found.push(...docs.map((doc) => ({ ...doc, page })));
+    after = undefined;
+  }
+  const events = found.slice(0, limit);
+  const last = events.at(-1);
+  return { events, nextCursor: found.length > limit && last ? encodeCursor([last.page, last.timestamp, last._id.toHexString()]) : null };
+}
+
 export async function getIssue(orgId: Types.ObjectId, issueId: string) {
   const issue = await findIssue(orgId, issueId);
-  const latest = await ErrorEvent.findOne({ issueId: issue._id }).sort({ timestamp: -1, _id: -1 }).lean<ErrorEventDoc>();
+  const [latest] = (await occurrences(issue, 1)).events;
   return { ...issueJsonOf(issue), latest_event: latest ? eventJsonOf(latest) : null };
 }
 
 export async function listIssueEvents(orgId: Types.ObjectId, issueId: string, options: { limit: number; cursor?: string | undefined }) {
   const issue = await findIssue(orgId, issueId);
-  const page = await paginate(ErrorEvent, { issueId: issue._id }, { sortField: 'timestamp', direction: -1, ...options });
-  return { data: page.items.map((doc) => eventJsonOf(doc as ErrorEventDoc)), next_cursor: page.nextCursor };
+  const page = await occurrences(issue, options.limit, options.cursor);
+  return { data: page.events.map(eventJsonOf), next_cursor: page.nextCursor };
 }
 
 /** resolve → resolved, ignore → ignored (with optional conditions), reopen → unresolved; the same status again is a no-op. */

@@ -33,8 +33,9 @@ logSchema.index({ projectId: 1, traceId: 1 });
 // retention cleanup by organisation and age.
 logSchema.index({ orgId: 1, time: 1 });
 
-/** The registry of log patterns: the template text once per pattern, not in every log. */
+/** The registry of log patterns: the template text once per pattern, not in every log; `_id` derived from project and pattern. */
 const logPatternSchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
   orgId: { type: Schema.Types.ObjectId, required: true },
   projectId: { type: Schema.Types.ObjectId, required: true },
   patternId: { type: String, required: true },
@@ -42,7 +43,7 @@ const logPatternSchema = new Schema({
   firstSeenAt: { type: Date, required: true },
   lastSeenAt: { type: Date, required: true },
 });
-// the registry upsert, and naming a pattern in a view.
+// one document per project and pattern (the upsert is by the derived _id), and naming a pattern in a view.
 logPatternSchema.index({ projectId: 1, patternId: 1 }, { unique: true });
 // retention cleanup: a pattern goes once its newest log has expired.
 logPatternSchema.index({ orgId: 1, lastSeenAt: 1 });

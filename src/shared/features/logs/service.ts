@@ -82,9 +82,9 @@ export async function ingestLogs(items: Stamped<LogRecord>[]): Promise<void> {
     LogPattern.collection,
     [...sightings.values()].map((sighting) => ({
       updateOne: {
-        filter: { projectId: sighting.projectId, patternId: sighting.patternId },
+        filter: { _id: contentId('log-pattern', sighting.projectId.toHexString(), sighting.patternId) },
         update: {
-          $setOnInsert: { orgId: sighting.orgId, pattern: sighting.pattern },
+          $setOnInsert: { orgId: sighting.orgId, projectId: sighting.projectId, patternId: sighting.patternId, pattern: sighting.pattern },
           $min: { firstSeenAt: sighting.firstSeenAt },
           $max: { lastSeenAt: sighting.lastSeenAt },
         },

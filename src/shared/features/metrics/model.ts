@@ -57,8 +57,9 @@ const metricSeriesSchema = new Schema({
 // retention cleanup of series that stopped reporting.
 metricSeriesSchema.index({ orgId: 1, lastAt: 1 });
 
-/** Every metric name a project has reported, with its type and unit. */
+/** Every metric name a project has reported, with its type and unit; `_id` derived from project and name. */
 const metricNameSchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
   orgId: { type: Schema.Types.ObjectId, required: true },
   projectId: { type: Schema.Types.ObjectId, required: true },
   name: { type: String, required: true },
@@ -67,7 +68,7 @@ const metricNameSchema = new Schema({
   firstSeenAt: { type: Date, required: true },
   lastSeenAt: { type: Date, required: true },
 });
-// the registry upsert, and the metric picker (a project's names in order).
+// one document per project and name (the upsert is by the derived _id), and the metric picker (a project's names in order).
 metricNameSchema.index({ projectId: 1, name: 1 }, { unique: true });
 // retention cleanup of names no longer reported.
 metricNameSchema.index({ orgId: 1, lastSeenAt: 1 });

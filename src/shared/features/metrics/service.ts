@@ -88,8 +88,9 @@ async function cumulativeToDelta(docs: PointDoc[]): Promise<{ points: PointDoc[]
     bySeries.set(key, [...(bySeries.get(key) ?? []), doc]);
   }
   if (bySeries.size === 0) return { points: docs, advances: [] };
-  const stored = await MetricSeries.find({ _id: { $in: [...bySeries.keys()] } }).lean<SeriesState[]>();
-  const previousOf = new Map(stored.map((state) => [state._id, state]));
+  // one lookup by _id per series, each answered from an index (FerretDB reads every document for `$in`)
+  const stored = await Promise.all([...bySeries.keys()].map((key) => MetricSeries.findById(key).lean<SeriesState>()));
+  const previousOf = new Map(stored.flatMap((state) => (state ? [[state._id, state] as const] : [])));
   const dropped = new Set<PointDoc>();
   const advances: SeriesAdvance[] = [];
   for (const [key, points] of bySeries) {
@@ -156,9 +157,9 @@ export async function ingestMetricPoints(items: Stamped<MetricPointRecord>[]): P
     MetricName.collection,
     nameSightings(docs).map((sighting) => ({
       updateOne: {
-        filter: { projectId: sighting.projectId, name: sighting.name },
+        filter: { _id: contentId('metric-name', sighting.projectId.toHexString(), sighting.name) },
         update: {
-          $setOnInsert: { orgId: sighting.orgId },
+          $setOnInsert: { orgId: sighting.orgId, projectId: sighting.projectId, name: sighting.name },
           $set: { type: sighting.type, unit: sighting.unit },
           $min: { firstSeenAt: sighting.firstSeenAt },
           $max: { lastSeenAt: sighting.lastSeenAt },

@@ -1,7 +1,11 @@
 import { Schema, model } from 'mongoose';
 
-/** Release health: session outcomes per release, environment and hour in which the sessions started. */
+/**
+ * Release health: session outcomes per release, environment and hour in which the sessions started.
+ * `_id` is derived from those four, so the rollup upsert is addressed by `_id` alone.
+ */
 const releaseHealthSchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
   orgId: { type: Schema.Types.ObjectId, required: true },
   projectId: { type: Schema.Types.ObjectId, required: true },
   release: { type: String, required: true },
@@ -13,7 +17,7 @@ const releaseHealthSchema = new Schema({
   crashed: { type: Number, default: 0 },
   abnormal: { type: Number, default: 0 },
 });
-// the rollup upsert; by its prefix, one release's health over time.
+// one rollup per release, environment and hour; by its prefix, one release's health over time.
 releaseHealthSchema.index({ projectId: 1, release: 1, environment: 1, hour: 1 }, { unique: true });
 // retention cleanup by organisation and age.
 releaseHealthSchema.index({ orgId: 1, hour: 1 });

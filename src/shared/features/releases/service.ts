@@ -1,6 +1,6 @@
 import { Types } from 'mongoose';
 import type { SessionRecord, Stamped } from '../../telemetry/records.js';
-import { claimBatch, upsertAll } from '../../telemetry/storage.js';
+import { claimBatch, contentId, upsertAll } from '../../telemetry/storage.js';
 import { ReleaseHealth } from './model.js';
 
 const HOUR_MS = 3_600_000;
@@ -36,7 +36,12 @@ export async function ingestSessions(items: Stamped<SessionRecord>[], batchId?: 
   await upsertAll(
     ReleaseHealth.collection,
     [...rollups.values()].map(({ orgId, counts, ...key }) => ({
-      updateOne: { filter: key, update: { $setOnInsert: { orgId }, $inc: counts }, upsert: true },
+      updateOne: {
+        filter: { _id: contentId('release-health', key.projectId.toHexString(), key.release, key.environment, key.hour.getTime()) },
+        // The key goes in $set, not $setOnInsert: FerretDB 1.24 drops null values (a missing environment) from $setOnInsert.
+        update: { $setOnInsert: { orgId }, $set: key, $inc: counts },
+        upsert: true,
+      },
     })),
   );
 }

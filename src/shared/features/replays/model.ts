@@ -1,7 +1,11 @@
 import { Schema, model } from 'mongoose';
 
-/** One session replay, summarised from its replay events; the recording itself lives in the blob store. */
+/**
+ * One session replay, summarised from its replay events; the recording itself lives in the blob
+ * store. `_id` is derived from project and replay id, so the summary upsert is addressed by `_id` alone.
+ */
 const replaySchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
   orgId: { type: Schema.Types.ObjectId, required: true },
   projectId: { type: Schema.Types.ObjectId, required: true },
   replayId: { type: String, required: true },
@@ -17,15 +21,16 @@ const replaySchema = new Schema({
   release: { type: String, default: null },
   environment: { type: String, default: null },
 });
-// the summary upsert, and opening one replay.
+// one summary per project and replay id, and opening one replay.
 replaySchema.index({ projectId: 1, replayId: 1 }, { unique: true });
 // the replay list, newest first, keyset-paged.
 replaySchema.index({ projectId: 1, startedAt: -1, _id: -1 });
 // retention cleanup: a replay goes once its last event has expired.
 replaySchema.index({ orgId: 1, lastSeenAt: 1 });
 
-/** Where one recording segment's bytes are (as sent: rrweb JSON, possibly compressed). */
+/** Where one recording segment's bytes are (as sent: rrweb JSON, possibly compressed); `_id` derived from project, replay and segment. */
 const replaySegmentSchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
   orgId: { type: Schema.Types.ObjectId, required: true },
   projectId: { type: Schema.Types.ObjectId, required: true },
   replayId: { type: String, required: true },

@@ -1,7 +1,7 @@
 import { Types } from 'mongoose';
 import type { BlobStore } from '../../clients/blob.js';
 import type { ReplayEventRecord, ReplayRecordingRecord, Stamped } from '../../telemetry/records.js';
-import { upsertAll } from '../../telemetry/storage.js';
+import { contentId, upsertAll } from '../../telemetry/storage.js';
 import { Project } from '../projects/model.js';
 import { Replay, ReplaySegment } from './model.js';
 
@@ -14,10 +14,12 @@ export async function ingestReplayEvents(items: Stamped<ReplayEventRecord>[]): P
     Replay.collection,
     items.map(({ orgId, projectId, record }) => ({
       updateOne: {
-        filter: { projectId: new Types.ObjectId(projectId), replayId: record.replayId },
+        filter: { _id: contentId('replay', projectId, record.replayId) },
         update: {
           $setOnInsert: {
             orgId: new Types.ObjectId(orgId),
+            projectId: new Types.ObjectId(projectId),
+            replayId: record.replayId,
             replayType: record.replayType ?? null,
             user: record.user ?? null,
             release: record.release ?? null,
@@ -40,8 +42,9 @@ export async function ingestReplayEvents(items: Stamped<ReplayEventRecord>[]): P
  */
 export async function ingestReplayRecordings(items: Stamped<ReplayRecordingRecord>[], blobs: BlobStore, now = new Date()): Promise<void> {
   const projectIds = [...new Set(items.map((item) => item.projectId))].map((id) => new Types.ObjectId(id));
-  const capturing = await Project.find({ _id: { $in: projectIds }, replayCapture: true }, { _id: 1 }).lean();
-  const captured = new Set(capturing.map((project) => project._id.toHexString()));
+  // one lookup by _id per project, each answered from an index (FerretDB reads every document for `$in`)
+  const capturing = await Promise.all(projectIds.map((_id) => Project.exists({ _id, replayCapture: true })));
+  const captured = new Set(capturing.flatMap((project) => (project ? [project._id.toHexString()] : [])));
   const segments = await Promise.all(
     items
       .filter((item) => captured.has(item.projectId))
@@ -51,8 +54,11 @@ export async function ingestReplayRecordings(items: Stamped<ReplayRecordingRecor
         await blobs.put(blobKey, bytes);
         return {
           updateOne: {
-            filter: { projectId: new Types.ObjectId(projectId), replayId: record.replayId, segmentId: record.segmentId },
-            update: { $setOnInsert: { orgId: new Types.ObjectId(orgId), receivedAt: now }, $set: { blobKey, size: bytes.length, time: new Date(record.timeMs) } },
+            filter: { _id: contentId('replay-segment', projectId, record.replayId, record.segmentId) },
+            update: {
+              $setOnInsert: { orgId: new Types.ObjectId(orgId), projectId: new Types.ObjectId(projectId), replayId: record.replayId, segmentId: record.segmentId, receivedAt: now },
+              $set: { blobKey, size: bytes.length, time: new Date(record.timeMs) },
+            },
             upsert: true,
           },
         };

@@ -38,6 +38,8 @@ const spanSchema = new Schema({
 });
 // one stored span per trace and span id, however often it is sent; by its prefix, one trace's spans.
 spanSchema.index({ projectId: 1, traceId: 1, spanId: 1 }, { unique: true });
+// one trace's spans within an organisation (trace ids are the client's, so tenancy narrows them).
+spanSchema.index({ orgId: 1, traceId: 1 });
 // a service's spans over time, and a category's (http, db, messaging) over time.
 spanSchema.index({ projectId: 1, service: 1, startAt: 1 });
 spanSchema.index({ projectId: 1, category: 1, startAt: 1 });

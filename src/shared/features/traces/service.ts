@@ -1,7 +1,11 @@
 import { Types } from 'mongoose';
+import type { z } from 'zod';
+import { notFound } from '../../errors.js';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
-import { attributePairs, contentId, insertNew, upsertAll } from '../../telemetry/storage.js';
+import { attributePairs, contentId, insertNew, upsertAll, type AttributePair } from '../../telemetry/storage.js';
+import { ErrorEvent } from '../issues/model.js';
 import { Span, Trace } from './model.js';
+import type { traceDetailJson } from './schemas.js';
 
 function spanDoc({ orgId, projectId, record }: Stamped<SpanRecord>) {
   return {
@@ -97,4 +101,68 @@ export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
       },
     })),
   );
+}
+
+type SpanDoc = StoredSpan & { _id: Types.ObjectId };
+
+const attributesOf = (pairs: AttributePair[]) => Object.fromEntries(pairs.map((pair) => [pair.key, pair.value]));
+
+/** Parents before children, siblings by start; a span whose parent never arrived is shown as a root. */
+function treeOrder(spans: SpanDoc[]): { span: SpanDoc; depth: number }[] {
+  const ids = new Set(spans.map((span) => span.spanId));
+  const children = new Map<string | null, SpanDoc[]>();
+  for (const span of spans) {
+    const parent = span.parentSpanId && ids.has(span.parentSpanId) && span.parentSpanId !== span.spanId ? span.parentSpanId : null;
+    children.set(parent, [...(children.get(parent) ?? []), span]);
+  }
+  const byStart = (a: SpanDoc, b: SpanDoc) => a.startAt.getTime() - b.startAt.getTime() || a.spanId.localeCompare(b.spanId);
+  const ordered: { span: SpanDoc; depth: number }[] = [];
+  const visited = new Set<string>();
+  const stack = [...(children.get(null) ?? [])].sort(byStart).reverse().map((span) => ({ span, depth: 0 }));
+  while (stack.length > 0) {
+    const next = stack.pop()!;
+    if (visited.has(next.span.spanId)) continue;
+    visited.add(next.span.spanId);
+    ordered.push(next);
+    stack.push(...[...(children.get(next.span.spanId) ?? [])].sort(byStart).reverse().map((span) => ({ span, depth: next.depth + 1 })));
+  }
+  // spans caught in a parent cycle have no root; they follow the rest in start order
+  ordered.push(...spans.filter((span) => !visited.has(span.spanId)).sort(byStart).map((span) => ({ span, depth: 0 })));
+  return ordered;
+}
+
+/** One trace with its spans in tree order and the issues its errors were grouped into; another organisation's trace is not found. */
+export async function getTrace(orgId: Types.ObjectId, traceId: string): Promise<z.infer<typeof traceDetailJson>> {
+  const id = traceId.toLowerCase();
+  if (!/^[0-9a-f]{32}$/.test(id)) throw notFound('trace');
+  const spans = await Span.find({ orgId, traceId: id }).lean<SpanDoc[]>();
+  if (spans.length === 0) throw notFound('trace');
+  const events = await ErrorEvent.find({ orgId, traceId: id }, { issueId: 1 }).lean();
+  const start = Math.min(...spans.map((span) => span.startAt.getTime()));
+  const end = Math.max(...spans.map((span) => span.endAt.getTime()));
+  return {
+    trace_id: id,
+    start: new Date(start).toISOString(),
+    duration_ms: end - start,
+    span_count: spans.length,
+    error_count: spans.filter((span) => span.status === 'error').length,
+    services: [...new Set(spans.map((span) => span.service))].sort(),
+    spans: treeOrder(spans).map(({ span, depth }) => ({
+      span_id: span.spanId,
+      parent_span_id: span.parentSpanId,
+      project_id: span.projectId.toHexString(),
+      service: span.service,
+      name: span.name,
+      kind: span.kind,
+      start: span.startAt.toISOString(),
+      end: span.endAt.toISOString(),
+      duration_ms: span.durationMs,
+      status: span.status,
+      status_message: span.statusMessage,
+      depth,
+      attributes: attributesOf(span.attributes),
+      events: span.events.map((event) => ({ name: event.name, time: event.time.toISOString(), attributes: attributesOf(event.attributes) })),
+    })),
+    issues: [...new Set(events.map((event) => event.issueId.toHexString()))],
+  };
 }

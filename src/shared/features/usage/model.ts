@@ -2,7 +2,9 @@ import { Schema, model } from 'mongoose';
 import { recordKinds } from '../../telemetry/records.js';
 
 /** How many records of each kind a project sent per UTC day (plan figures count; they never throttle). */
+/** `_id` is derived from project, category and day, so the counter upsert is addressed by `_id` alone. */
 const usageSchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
   orgId: { type: Schema.Types.ObjectId, required: true },
   projectId: { type: Schema.Types.ObjectId, required: true },
   category: { type: String, enum: recordKinds, required: true },
@@ -10,7 +12,7 @@ const usageSchema = new Schema({
   day: { type: String, required: true },
   quantity: { type: Number, default: 0 },
 });
-// the counter upsert; by its prefix, an organisation's usage.
+// one counter per project, category and day; by its prefix, an organisation's usage.
 usageSchema.index({ orgId: 1, projectId: 1, category: 1, day: 1 }, { unique: true });
 
 export const Usage = model('Usage', usageSchema, 'usage');

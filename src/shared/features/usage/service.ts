@@ -1,6 +1,6 @@
 import { Types } from 'mongoose';
 import type { RecordKind, Stamped } from '../../telemetry/records.js';
-import { claimBatch, upsertAll } from '../../telemetry/storage.js';
+import { claimBatch, contentId, upsertAll } from '../../telemetry/storage.js';
 import { Usage } from './model.js';
 
 /**
@@ -21,8 +21,8 @@ export async function countUsage(kind: RecordKind, items: Stamped<unknown>[], ba
     Usage.collection,
     [...quantities.values()].map(({ orgId, projectId, quantity }) => ({
       updateOne: {
-        filter: { orgId: new Types.ObjectId(orgId), projectId: new Types.ObjectId(projectId), category: kind, day },
-        update: { $inc: { quantity } },
+        filter: { _id: contentId('usage', projectId, kind, day) },
+        update: { $setOnInsert: { orgId: new Types.ObjectId(orgId), projectId: new Types.ObjectId(projectId), category: kind, day }, $inc: { quantity } },
         upsert: true,
       },
     })),

@@ -1,7 +1,8 @@
 import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
 
-/** An end user of a customer's application, as seen in the `user` of its events. */
+/** An end user of a customer's application, as seen in the `user` of its events; `_id` derived from project and userKey. */
 const endUserSchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
   orgId: { type: Schema.Types.ObjectId, required: true },
   projectId: { type: Schema.Types.ObjectId, required: true },
   /** The strongest identity the SDK sent: `id:…`, else `email:…`, `username:…`, `ip:…`. */
@@ -14,7 +15,7 @@ const endUserSchema = new Schema({
   lastSeen: { type: Date, required: true },
   eventCount: { type: Number, default: 0 },
 });
-// the upsert from each event.
+// one document per project and identity (the upsert itself is by the derived _id).
 endUserSchema.index({ projectId: 1, userKey: 1 }, { unique: true });
 // the user list, most recently seen first, keyset-paged within an organisation.
 endUserSchema.index({ orgId: 1, lastSeen: -1, _id: -1 });

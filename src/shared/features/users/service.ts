@@ -1,7 +1,7 @@
 import type { Types } from 'mongoose';
 import { z } from 'zod';
 import { paginate } from '../../paging.js';
-import { upsertAll } from '../../telemetry/storage.js';
+import { contentId, upsertAll } from '../../telemetry/storage.js';
 import { scopeFilter, type ViewScope } from '../../views.js';
 import { EndUser, type EndUserDoc } from './model.js';
 
@@ -25,6 +25,9 @@ export function userKeyOf(user: SentUser | undefined): string | null {
   }
   return null;
 }
+
+/** An end user's `_id`: the same project and identity always address the same document. */
+const endUserKey = (projectId: Types.ObjectId, userKey: string) => contentId('end-user', projectId.toHexString(), userKey);
 
 export interface Sighting {
   orgId: Types.ObjectId;
@@ -56,8 +59,8 @@ export async function recordEndUsers(sightings: Sighting[]): Promise<void> {
       const known = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== null));
       return {
         updateOne: {
-          filter: { projectId: sighting.projectId, userKey },
-          update: { $setOnInsert: { orgId: sighting.orgId }, $set: known, $min: { firstSeen: first }, $max: { lastSeen: last }, $inc: { eventCount: count } },
+          filter: { _id: endUserKey(sighting.projectId, userKey) },
+          update: { $setOnInsert: { orgId: sighting.orgId, projectId: sighting.projectId, userKey }, $set: known, $min: { firstSeen: first }, $max: { lastSeen: last }, $inc: { eventCount: count } },
           upsert: true,
         },
       };
