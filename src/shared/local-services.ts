@@ -74,7 +74,7 @@ async function ferretdbAnswers(port: number): Promise<boolean> {
   }
 }
 
-type PostgresCheck = { ok: true; url: string } | { ok: false; reason: string };
+type PostgresCheck = { ok: true; url: string; poolSize: number } | { ok: false; reason: string };
 
 /**
  * Connects to the PostgreSQL server at `adminUrl` and makes sure the service's own database exists.
@@ -85,6 +85,7 @@ async function preparePostgres(adminUrl: string): Promise<PostgresCheck> {
   const server = new URL(adminUrl);
   const where = `PostgreSQL at ${server.host}`;
   const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2000 });
+  let poolSize = 0;
   admin.on('error', () => {});
   try {
     await admin.connect();
@@ -101,13 +102,16 @@ async function preparePostgres(adminUrl: string): Promise<PostgresCheck> {
       });
     }
     await admin.query(`ALTER DATABASE ${LOCAL_DATABASE} SET plan_cache_mode = force_custom_plan`);
+    const { rows } = await admin.query<{ max_connections: string }>('SHOW max_connections');
+    // FerretDB's pool takes most of the server's connections, leaving some for psql and the index module.
+    poolSize = Math.max(10, Number(rows[0]!.max_connections) - 20);
   } catch (error) {
     return { ok: false, reason: `${where} answers but cannot be used (${(error as Error).message}); set LOCAL_POSTGRES_URL to a role that may create databases` };
   } finally {
     await admin.end().catch(() => {});
   }
   server.pathname = `/${LOCAL_DATABASE}`;
-  return { ok: true, url: server.toString() };
+  return { ok: true, url: server.toString(), poolSize };
 }
 
 async function waitFor(check: () => Promise<boolean>, what: string, logFile: string, child: ChildProcess, seconds = 30) {
@@ -205,7 +209,14 @@ function buildFerretDB(dataDir: string): string {
   return target;
 }
 
-async function startFerretDB(dataDir: string, backend: 'postgresql' | 'sqlite', postgresUrl: string | undefined): Promise<string> {
+/** FerretDB reads its PostgreSQL pool's size from the URL (its default is 50). */
+function withPoolSize(url: string, poolSize: number): string {
+  const parsed = new URL(url);
+  parsed.searchParams.set('pool_max_conns', String(poolSize));
+  return parsed.toString();
+}
+
+async function startFerretDB(dataDir: string, backend: 'postgresql' | 'sqlite', postgres?: { url: string; poolSize: number }): Promise<string> {
   const port = FERRETDB_PORTS[backend];
   const url = `mongodb://127.0.0.1:${port}`;
   if (await ferretdbAnswers(port)) {
@@ -219,7 +230,9 @@ async function startFerretDB(dataDir: string, backend: 'postgresql' | 'sqlite', 
   const dir = join(dataDir, `ferretdb-${backend}`);
   const logFile = join(dataDir, 'logs', `ferretdb-${backend}.log`);
   mkdirSync(dir, { recursive: true });
-  const handler = backend === 'postgresql' ? ['--handler=postgresql', `--postgresql-url=${postgresUrl}`] : ['--handler=sqlite', `--sqlite-url=file:${resolve(dir)}/`];
+  const handler = postgres
+    ? ['--handler=postgresql', `--postgresql-url=${withPoolSize(postgres.url, postgres.poolSize)}`]
+    : ['--handler=sqlite', `--sqlite-url=file:${resolve(dir)}/`];
   say(`starting FerretDB (${ferretdb}) on ${backend} at ${url} (log in ${logFile})`);
   const child = startDetached(
     ferretdb,
@@ -249,7 +262,7 @@ async function startMongod(dataDir: string, mongod: string): Promise<string> {
 async function ensureStore(dataDir: string, choice: LocalStoreChoice, adminUrl: string): Promise<{ url: string; ferretdbPostgresUrl?: string }> {
   if (choice !== 'sqlite') {
     const postgres = await preparePostgres(adminUrl);
-    if (postgres.ok) return { url: await startFerretDB(dataDir, 'postgresql', postgres.url), ferretdbPostgresUrl: postgres.url };
+    if (postgres.ok) return { url: await startFerretDB(dataDir, 'postgresql', postgres), ferretdbPostgresUrl: postgres.url };
     if (choice === 'postgresql') throw new LocalServiceError(`LOCAL_STORE=postgresql, but ${postgres.reason}`);
     say(`${postgres.reason}; not using PostgreSQL`);
     if (await mongoAnswers(LOCAL_MONGO_PORT)) {
@@ -259,7 +272,7 @@ async function ensureStore(dataDir: string, choice: LocalStoreChoice, adminUrl: 
     const mongod = which('mongod');
     if (mongod) return { url: await startMongod(dataDir, mongod) };
   }
-  return { url: await startFerretDB(dataDir, 'sqlite', undefined) };
+  return { url: await startFerretDB(dataDir, 'sqlite') };
 }
 
 /** Resolves the URLs to use: configured ones as given, missing ones from local servers (reused or started). */

@@ -230,9 +230,16 @@ async function load(service: Service, target: Target, records: number): Promise<
   }
 }
 
-async function batchTimes(queue: Queue, since: number): Promise<number[]> {
+/** How long the workers took over each batch (of every kind, and per kind) created since `since`. */
+async function batchTimes(queue: Queue, since: number): Promise<Map<string, number[]>> {
   const jobs = await queue.getJobs(['completed'], 0, 999);
-  return jobs.filter((job) => job.timestamp >= since && job.processedOn && job.finishedOn).map((job) => job.finishedOn! - job.processedOn!);
+  const times = new Map<string, number[]>([['all', []]]);
+  for (const job of jobs.filter((j) => j.timestamp >= since && j.processedOn && j.finishedOn)) {
+    const took = job.finishedOn! - job.processedOn!;
+    times.get('all')!.push(took);
+    times.set(job.name, [...(times.get(job.name) ?? []), took]);
+  }
+  return times;
 }
 
 async function timeReads(service: Service, target: Target): Promise<Record<string, { p50: number; p95: number }>> {
@@ -264,6 +271,7 @@ interface Checkpoint {
   size: number;
   storeRate: number;
   batchMs: { p50: number; p95: number; batches: number };
+  byKind: Record<string, { p50: number; p95: number; batches: number }>;
   reads: Record<string, { p50: number; p95: number }>;
 }
 
@@ -307,15 +315,18 @@ async function benchBackend(backend: string): Promise<BackendResult> {
       await load(service, target, PROBE);
       const seconds = (performance.now() - started) / 1000;
       stored = size;
-      const batches = await batchTimes(service.queue, since);
+      const times = await batchTimes(service.queue, since);
+      const batches = times.get('all')!;
       const checkpoint: Checkpoint = {
         size,
         storeRate: PROBE / seconds,
         batchMs: { p50: percentile(batches, 50), p95: percentile(batches, 95), batches: batches.length },
+        byKind: Object.fromEntries([...times].filter(([kind]) => kind !== 'all').map(([kind, took]) => [kind, { p50: percentile(took, 50), p95: percentile(took, 95), batches: took.length }])),
         reads: await timeReads(service, target),
       };
       result.checkpoints.push(checkpoint);
-      console.log(`${backend} @ ${size}: ${Math.round(checkpoint.storeRate)} records/s, batch p50 ${checkpoint.batchMs.p50} ms p95 ${checkpoint.batchMs.p95} ms (${batches.length} batches), after ${Math.round((performance.now() - began) / 1000)} s`);
+      const kinds = Object.entries(checkpoint.byKind).map(([kind, t]) => `${kind} ${t.batches}× p50 ${t.p50} ms`).join(', ');
+      console.log(`${backend} @ ${size}: ${Math.round(checkpoint.storeRate)} records/s; batches p50 ${checkpoint.batchMs.p50} ms, p95 ${checkpoint.batchMs.p95} ms (${kinds}); ${Math.round((performance.now() - began) / 1000)} s so far`);
     }
   } finally {
     await service.stop();

@@ -96,7 +96,7 @@ describe('idempotency', () => {
     const marker = errorEvent({}, { type: 'MarkerError', value: 'sent after the others' });
     await send(project, marker);
     const issues = await issuesOnceCounted(owner, project, 3);
-    await eventually(async () => ((await mongoose.connection.db!.collection('errorevents').countDocuments({ eventId: marker.event_id, counted: true })) === 1 ? true : undefined), 'the marker');
+    await eventually(async () => ((await mongoose.connection.db!.collection('errorevents').countDocuments({ eventId: marker.event_id })) === 1 ? true : undefined), 'the marker');
     expect(issues.map((i: { type: string; count: number }) => [i.type, i.count]).sort()).toEqual([['ConcurrencyError', 1], ['MarkerError', 1], ['TypeError', 1]]);
     const stored = await mongoose.connection.db!.collection('errorevents').countDocuments({ eventId: { $in: [twice.event_id, many.event_id] } });
     expect(stored).toBe(2);
@@ -104,7 +104,7 @@ describe('idempotency', () => {
 });
 
 describe('the error processor after a crash and under concurrency', () => {
-  test('a retried batch counts the events it stored but never marked; another batch leaves them alone', async () => {
+  test('a retried batch counts the events it stored but never counted; another batch leaves them alone', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
     const { eventKey, ingestErrorEvents, issueKey } = await import('../../src/shared/features/issues/service.js');
     const { groupingHash } = await import('../../src/shared/features/issues/grouping.js');
@@ -121,8 +121,7 @@ describe('the error processor after a crash and under concurrency', () => {
         projectId,
         eventId: event.event_id,
         issueId: issueKey(projectId, groupingHash(event as Parameters<typeof groupingHash>[0]).hash),
-        counted: false,
-        page: null,
+        page: 0,
         batchId,
         timestamp: new Date(),
         receivedAt: new Date(),
@@ -136,6 +135,24 @@ describe('the error processor after a crash and under concurrency', () => {
     await ingestErrorEvents([item(crashed)], 'batch-1');
     await ingestErrorEvents([item(crashed)], 'batch-3');
     expect((await Issue.findOne({ errorType: 'CrashRecoveryError', projectId: new Types.ObjectId(project.id) }).lean())!.eventCount).toBe(1);
+  });
+});
+
+describe('concurrent batches', () => {
+  test('eight batches counting into one issue at once lose no event, user or usage count', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const { countUsage } = await import('../../src/shared/features/usage/service.js');
+    const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: Date.now(), event } });
+    const batches = Array.from({ length: 8 }, (_, b) => Array.from({ length: 25 }, (_, i) => item(errorEvent({ user: { id: `user-${b}-${i % 5}` } }, { type: 'ContendedError' }))));
+    await Promise.all(batches.map((batch, b) => ingestErrorEvents(batch, `contended-${b}`)));
+    await Promise.all(batches.map((batch, b) => countUsage('errors', batch, `contended-${b}`)));
+    const [issue] = (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data;
+    expect(issue).toMatchObject({ count: 200, user_count: 40 });
+    const users = await owner.client.get(`/v1/users?project=${project.id}&limit=200`);
+    expect(users.body.data.reduce((sum: number, user: { event_count: number }) => sum + user.event_count, 0)).toBe(200);
+    const usage = await mongoose.connection.db!.collection('usage').find({ projectId: new Types.ObjectId(project.id), category: 'errors' }).toArray();
+    expect(usage.map((counter) => counter.quantity)).toEqual([200]);
   });
 });
 

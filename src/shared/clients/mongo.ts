@@ -2,13 +2,36 @@ import mongoose from 'mongoose';
 import type { Logger } from '../logger.js';
 import { ensureExpressionIndexes, type CollectionFields, type ExpressionIndex } from './ferretdb-indexes.js';
 
+/**
+ * What the connected server is. FerretDB 1.24 on PostgreSQL keeps a statement's PostgreSQL connection
+ * until its whole command ends, and needs a second one to write; its pool (`pool_max_conns`) is
+ * finite, so a command of many update statements, or many commands at once, can take every
+ * connection and wait for one more, forever. Against FerretDB this process therefore opens fewer
+ * connections and sends updates one statement per command (see updateEach).
+ */
+export const store = { ferretdb: false };
+
+/** Concurrent commands one process sends FerretDB: each holds at most two PostgreSQL connections. */
+const FERRETDB_MAX_POOL_SIZE = 16;
+
+async function isFerretDB(url: string): Promise<boolean> {
+  const client = new mongoose.mongo.MongoClient(url, { serverSelectionTimeoutMS: 10_000 });
+  try {
+    const info = await client.db('admin').command({ buildInfo: 1 });
+    return typeof info.ferretdbVersion === 'string';
+  } finally {
+    await client.close();
+  }
+}
+
 /** One process-wide connection; feature models are registered on it and own their indexes. */
 export async function connectMongo(url: string, logger: Logger): Promise<typeof mongoose> {
   mongoose.set('strictQuery', true);
   // Indexes are built explicitly at start (ensureIndexes) so a process serves nothing before they exist.
   mongoose.set('autoIndex', false);
-  await mongoose.connect(url, { serverSelectionTimeoutMS: 10_000 });
-  logger.info({ db: mongoose.connection.name }, 'connected to MongoDB');
+  store.ferretdb = await isFerretDB(url);
+  await mongoose.connect(url, { serverSelectionTimeoutMS: 10_000, ...(store.ferretdb && { maxPoolSize: FERRETDB_MAX_POOL_SIZE }) });
+  logger.info({ db: mongoose.connection.name, ferretdb: store.ferretdb }, 'connected to MongoDB');
   return mongoose;
 }
 

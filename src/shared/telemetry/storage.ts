@@ -1,5 +1,6 @@
 /** How the telemetry features write a batch: unordered bulk writes on the native collection, idempotent by unique keys. */
 import { Schema, Types, model, mongo } from 'mongoose';
+import { store } from '../clients/mongo.js';
 import { isDuplicateKey } from '../errors.js';
 import { sha256 } from '../secrets.js';
 import type { AttributeValue, Attributes } from './records.js';
@@ -48,18 +49,88 @@ export async function insertNew<T extends mongo.Document>(collection: mongo.Coll
   }
 }
 
+/**
+ * FerretDB 1.24 applies an update by reading the document and writing it back in another
+ * transaction, so two updates of one document at once lose one of them (eight clients each sending
+ * 100 `$inc` to one document left 513 on PostgreSQL and fewer on SQLite). Against FerretDB, this
+ * process therefore takes the writes to one document one at a time; MongoDB's updates are atomic.
+ * Several processes writing the same document through FerretDB can still lose updates, so on
+ * FerretDB one process runs the workers (docs/performance.md).
+ */
+const documentQueues = new Map<string, Promise<unknown>>();
+
+export async function oneAtATime<T>(collection: string, id: unknown, write: () => Promise<T>): Promise<T> {
+  if (!store.ferretdb) return write();
+  const key = `${collection}\0${String(id)}`;
+  const previous = documentQueues.get(key) ?? Promise.resolve();
+  const turn = previous.then(write, write);
+  const settled = turn.then(
+    () => undefined,
+    () => undefined,
+  );
+  documentQueues.set(key, settled);
+  try {
+    return await turn;
+  } finally {
+    if (documentQueues.get(key) === settled) documentQueues.delete(key);
+  }
+}
+
+/** The `_id` an update statement is addressed to, when it has one. */
+function addressOf(operation: mongo.AnyBulkWriteOperation): unknown {
+  const statement = 'updateOne' in operation ? operation.updateOne : 'updateMany' in operation ? operation.updateMany : 'replaceOne' in operation ? operation.replaceOne : undefined;
+  return (statement?.filter as { _id?: unknown } | undefined)?._id;
+}
+
+/** Writes in flight at once for one batch's documents of a kind (against FerretDB, one statement each). */
+export const PARALLEL_WRITES = 4;
+
+/** Calls `fn` for every item, at most `limit` at a time. */
+export async function inParallel<T>(items: T[], limit: number, fn: (item: T, index: number) => Promise<void>): Promise<void> {
+  let next = 0;
+  const run = async () => {
+    while (next < items.length) {
+      const index = next++;
+      await fn(items[index]!, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
+}
+
+/**
+ * Runs update statements unordered and returns the indexes of those refused only for a duplicate
+ * key; any other failure throws. Against MongoDB the statements go as one bulk write; against
+ * FerretDB as one command each, a few at a time (see `store` in clients/mongo.ts for why).
+ */
+export async function updateEach(collection: mongo.Collection, operations: mongo.AnyBulkWriteOperation[]): Promise<number[]> {
+  if (operations.length === 0) return [];
+  if (!store.ferretdb) {
+    try {
+      await collection.bulkWrite(operations, { ordered: false });
+      return [];
+    } catch (error) {
+      return duplicateKeyFailures(error);
+    }
+  }
+  const refused: number[] = [];
+  await inParallel(operations, PARALLEL_WRITES, async (operation, index) => {
+    try {
+      await oneAtATime(collection.collectionName, addressOf(operation) ?? index, () => collection.bulkWrite([operation], { ordered: false }));
+    } catch (error) {
+      if (duplicateKeyFailures(error).length > 0) refused.push(index);
+    }
+  });
+  return refused.sort((a, b) => a - b);
+}
+
 /** Runs upserts unordered. Two workers creating the same document at once: the loser's retry finds the winner's. */
 export async function upsertAll(collection: mongo.Collection, operations: mongo.AnyBulkWriteOperation[]): Promise<void> {
-  if (operations.length === 0) return;
-  try {
-    await collection.bulkWrite(operations, { ordered: false });
-  } catch (error) {
-    const refused = duplicateKeyFailures(error);
-    await collection.bulkWrite(
-      refused.map((index) => operations[index]!),
-      { ordered: false },
-    );
-  }
+  const refused = await updateEach(collection, operations);
+  const again = await updateEach(
+    collection,
+    refused.map((index) => operations[index]!),
+  );
+  if (again.length > 0) throw new Error(`${again.length} upserts into ${collection.collectionName} clashed on a duplicate key twice`);
 }
 
 /**

@@ -21,6 +21,10 @@ const issueSchema = new Schema({
   firstSeen: { type: Date, required: true },
   lastSeen: { type: Date, required: true },
   eventCount: { type: Number, default: 0 },
+  /** The newest page of the issue's events (see ErrorEvent.page): where their listing starts. */
+  lastPage: { type: Number, default: 0 },
+  /** The latest batches counted into the issue, so that a retried batch counts nothing twice. */
+  countedBatches: { type: [String], default: [] },
   userCount: { type: Number, default: 0 },
   environments: { type: [String], default: [] },
   releases: { type: [String], default: [] },
@@ -53,14 +57,13 @@ const errorEventSchema = new Schema({
   eventId: { type: String, required: true },
   /** Derived from the grouping hash, so it is known before the issue is written. */
   issueId: { type: Schema.Types.ObjectId, required: true },
-  /** False until the event is counted into its issue; an event stored but not counted is finished on retry. */
-  counted: { type: Boolean, required: true },
   /**
-   * Which page of its issue's occurrences the event is on: the n-th event counted into an issue is on
-   * page ⌊(n-1) / EVENT_PAGE_SIZE⌋. Reading a page is an equality lookup however many events the issue
-   * has (FerretDB sorts in memory, so a sort over all of an issue's events would grow with them).
+   * Which page of its issue's occurrences the event is on: events are numbered in the order they are
+   * stored, and the n-th is on page ⌊(n-1) / EVENT_PAGE_SIZE⌋. Reading a page is an equality lookup
+   * however many events the issue has (FerretDB sorts in memory, so a sort over all of an issue's
+   * events would grow with them).
    */
-  page: { type: Number, default: null },
+  page: { type: Number, required: true },
   /** The batch that stored the event: only a retry of that batch may count it. */
   batchId: { type: String, required: true },
   timestamp: { type: Date, required: true },
@@ -82,8 +85,8 @@ const errorEventSchema = new Schema({
 errorEventSchema.index({ projectId: 1, eventId: 1 }, { unique: true });
 // one page of an issue's occurrences (and the latest event), newest first.
 errorEventSchema.index({ issueId: 1, page: -1, timestamp: -1, _id: -1 });
-// a retried batch finding the events it stored but did not count, and marking them counted.
-errorEventSchema.index({ batchId: 1, counted: 1 });
+// a retried batch finding the events it stored on an earlier attempt.
+errorEventSchema.index({ batchId: 1 });
 // the issues of one trace, beside its spans, within an organisation.
 errorEventSchema.index({ orgId: 1, traceId: 1 });
 // retention cleanup by organisation and age.

@@ -1,10 +1,10 @@
-import { Types, type mongo } from 'mongoose';
+import { Types } from 'mongoose';
 import type { z } from 'zod';
 import { AppError, isDuplicateKey, notFound } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor, paginate, parseId } from '../../paging.js';
 import type { ErrorEventRecord, Stamped } from '../../telemetry/records.js';
 import { scopeFilter, type ViewScope } from '../../views.js';
-import { contentId, insertNew } from '../../telemetry/storage.js';
+import { contentId, inParallel, insertNew, oneAtATime, PARALLEL_WRITES } from '../../telemetry/storage.js';
 import { recordEndUsers, userKeyOf, type SentUser } from '../users/service.js';
 import { crashingFrames, culprit, groupingHash, issueTitle, type SentryEventLike, type SentryExceptionLike } from './grouping.js';
 import { ErrorEvent, EVENT_PAGE_SIZE, Issue, IssueUser, type ErrorEventDoc, type IssueDoc } from './model.js';
@@ -72,8 +72,16 @@ function prepare({ orgId, projectId, record }: Stamped<ErrorEventRecord>, now: D
   };
 }
 
-/** One upsert, by the issue's derived `_id`, for all of a batch's events of one issue: counts of events and new users, first/last seen, and the newest event's details. */
-async function upsertIssue(events: PreparedEvent[], newUsers: number): Promise<IssueDoc> {
+/** How many batch ids an issue remembers for retries; older ones are dropped (a retry comes within minutes). */
+const COUNTED_BATCHES_KEPT = 32;
+
+/**
+ * Counts a batch's events of one issue into it, once per batch: one upsert by the issue's derived
+ * `_id`, guarded by the ids of the batches already counted into it, with the event and new-user
+ * counts, first/last seen and the newest event's details. Answers the issue as counted, or undefined
+ * when this batch was counted into it before (a retry).
+ */
+async function countIntoIssue(events: PreparedEvent[], newUsers: number, lastPage: number, batchId: string): Promise<IssueDoc | undefined> {
   const newest = events.reduce((a, b) => (b.at >= a.at ? b : a));
   const sentry = newest.event as SentryEventLike;
   const exception = exceptionsOf(sentry).at(-1);
@@ -97,18 +105,34 @@ async function upsertIssue(events: PreparedEvent[], newUsers: number): Promise<I
       latestEventId: newest.eventId,
     },
     $min: { firstSeen: events.reduce((a, b) => (b.at < a.at ? b : a)).at },
-    $max: { lastSeen: newest.at },
+    $max: { lastSeen: newest.at, lastPage },
     $inc: { eventCount: events.length, userCount: newUsers },
     $addToSet: { environments: { $each: environments }, releases: { $each: releases } },
+    $push: { countedBatches: batchId },
   };
-  const upsert = () => Issue.findOneAndUpdate({ _id: newest.issueId }, update, { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
-  try {
-    return (await upsert())!;
-  } catch (error) {
-    // Two workers creating the same issue at once: the loser's upsert now finds the winner's document.
-    if (!isDuplicateKey(error)) throw error;
-    return (await upsert())!;
-  }
+  // An issue that has this batch already does not match, so the upsert tries to create it again and
+  // meets its own _id: a duplicate key twice means "counted before". Once can also be another
+  // worker creating the issue at the same moment, whose document the second try finds.
+  const count = () => Issue.findOneAndUpdate({ _id: newest.issueId, countedBatches: { $ne: batchId } }, update, { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
+  return oneAtATime(Issue.collection.collectionName, newest.issueId, async () => {
+    let issue: IssueDoc | null;
+    try {
+      issue = await count();
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      try {
+        issue = await count();
+      } catch (again) {
+        if (!isDuplicateKey(again)) throw again;
+        return undefined;
+      }
+    }
+    const counted = issue!.countedBatches;
+    if (counted.length > 2 * COUNTED_BATCHES_KEPT) {
+      await Issue.updateOne({ _id: issue!._id }, { $pullAll: { countedBatches: counted.slice(0, counted.length - COUNTED_BATCHES_KEPT) } });
+    }
+    return issue!;
+  });
 }
 
 /**
@@ -117,24 +141,21 @@ async function upsertIssue(events: PreparedEvent[], newUsers: number): Promise<I
  * update makes concurrent batches flip an issue once.
  */
 async function applyEventTransitions(issue: IssueDoc, now: Date): Promise<void> {
+  const set = (status: IssueDoc['status'], fields: Record<string, unknown>) =>
+    oneAtATime(Issue.collection.collectionName, issue._id, () => Issue.updateOne({ _id: issue._id, status }, { $set: { status: 'unresolved', ...fields } }));
   if (issue.status === 'resolved') {
-    await Issue.updateOne({ _id: issue._id, status: 'resolved' }, { $set: { status: 'unresolved', regressedAt: now, resolvedAt: null } });
+    await set('resolved', { regressedAt: now, resolvedAt: null });
     return;
   }
   const countPassed = issue.ignoredUntilCount != null && issue.eventCount >= issue.ignoredUntilCount;
   const timePassed = issue.ignoredUntil != null && issue.ignoredUntil <= now;
-  if (issue.status === 'ignored' && (countPassed || timePassed)) {
-    await Issue.updateOne({ _id: issue._id, status: 'ignored' }, { $set: { status: 'unresolved', ignoredUntil: null, ignoredUntilCount: null } });
-  }
+  if (issue.status === 'ignored' && (countPassed || timePassed)) await set('ignored', { ignoredUntil: null, ignoredUntilCount: null });
 }
 
-/**
- * Events this batch stored on an earlier attempt but never counted: counted now. An uncounted event
- * stored by another batch is that batch's to count, so concurrent duplicates count once.
- */
-async function uncountedOfBatch(batchId: string): Promise<Set<string>> {
-  const stored = await ErrorEvent.find({ batchId, counted: false }, { _id: 1 }).lean();
-  return new Set(stored.map((doc) => doc._id.toHexString()));
+/** The pages of the events this batch stored on an earlier attempt (a retry counts them now, unless it did then). */
+async function storedByBatch(batchId: string): Promise<Map<string, number>> {
+  const stored = await ErrorEvent.find({ batchId }, { _id: 1, page: 1 }).lean();
+  return new Map(stored.map((doc) => [doc._id.toHexString(), doc.page]));
 }
 
 const groupBy = <T>(values: T[], keyOf: (value: T) => string) => {
@@ -147,30 +168,31 @@ const groupBy = <T>(values: T[], keyOf: (value: T) => string) => {
 const pageOf = (n: number) => Math.floor((n - 1) / EVENT_PAGE_SIZE);
 
 /**
- * Marks a batch's events of one issue counted and puts them on their pages: after the count's `$inc`
- * the issue holds `eventCount` events, the last `events.length` of them these (oldest first).
- * One update per page, narrowed by the batch id.
+ * The page each event goes on: after the events its issue holds now, oldest first. Two batches
+ * counting into one issue at once may put their events on the same page, so a page can hold somewhat
+ * more than EVENT_PAGE_SIZE; each event is still on exactly one page.
  */
-function pageMarks(batchId: string, issue: IssueDoc, events: PreparedEvent[]): mongo.AnyBulkWriteOperation[] {
-  const first = issue.eventCount - events.length + 1;
-  const byPage = groupBy(
-    [...events].sort((a, b) => a.at.getTime() - b.at.getTime()).map((e, index) => ({ id: e._id, page: pageOf(first + index) })),
-    (mark) => String(mark.page),
-  );
-  return [...byPage].map(([page, marks]) => ({
-    updateMany: { filter: { batchId, counted: false, _id: { $in: marks.map((mark) => mark.id) } }, update: { $set: { counted: true, page: Number(page) } } },
-  }));
+async function plannedPages(events: PreparedEvent[]): Promise<Map<string, number>> {
+  const pages = new Map<string, number>();
+  await inParallel([...groupBy(events, (e) => e.issueId.toHexString()).values()], PARALLEL_WRITES, async (ofIssue) => {
+    const issue = await Issue.findById(ofIssue[0]!.issueId, { eventCount: 1 }).lean();
+    const before = issue?.eventCount ?? 0;
+    [...ofIssue].sort((a, b) => a.at.getTime() - b.at.getTime()).forEach((e, index) => pages.set(e._id.toHexString(), pageOf(before + index + 1)));
+  });
+  return pages;
 }
 
 /**
  * Stores a batch of error events once per {project, event_id} and counts each into its issue once,
- * with a handful of writes per batch rather than per event, every one addressed by a derived `_id` or
- * narrowed by the batch id. Events are stored first, uncounted, and marked counted only after the
- * issue and user counts are updated, so a retry of the same batch after a crash counts exactly its
- * uncounted ones (a crash between the user records and the count leaves those users uncounted).
+ * with a handful of writes per batch rather than per event, every one addressed by a derived `_id`.
+ * Events are stored first, on their planned page; each issue then counts the batch's events in one
+ * write that also records the batch id, so a retry of the batch after a crash counts into each issue
+ * exactly what it had not (a crash between the user records and the count leaves those users
+ * uncounted). An event another batch stored is that batch's to count, so duplicates count once.
  */
 export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batchId: string, now = new Date()): Promise<void> {
   const prepared = [...new Map(items.map((item) => prepare(item, now)).map((e) => [e.key, e] as const)).values()];
+  const planned = await plannedPages(prepared);
   const inserted = await insertNew(
     ErrorEvent.collection,
     prepared.map((e) => ({
@@ -179,8 +201,7 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
       projectId: e.projectId,
       eventId: e.eventId,
       issueId: e.issueId,
-      counted: false,
-      page: null,
+      page: planned.get(e._id.toHexString())!,
       timestamp: e.at,
       receivedAt: now,
       level: str(e.event.level) ?? 'error',
@@ -193,9 +214,9 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
       data: JSON.stringify(e.event),
     })),
   );
-  const fresh = new Set(inserted.map((doc) => doc._id.toHexString()));
-  const retried = inserted.length < prepared.length ? await uncountedOfBatch(batchId) : new Set<string>();
-  const toCount = prepared.filter((e) => fresh.has(e._id.toHexString()) || retried.has(e._id.toHexString()));
+  const pages = new Map(inserted.map((doc) => [doc._id.toHexString(), doc.page]));
+  if (inserted.length < prepared.length) for (const [id, page] of await storedByBatch(batchId)) pages.set(id, page);
+  const toCount = prepared.filter((e) => pages.has(e._id.toHexString()));
   if (toCount.length === 0) return;
 
   // New (issue, user) pairs first, so each issue's user count moves in the same write as its event count.
@@ -209,15 +230,11 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
   ];
   const newUsers = groupBy(await insertNew(IssueUser.collection, affected), (pair) => pair.issueId.toHexString());
 
-  const byIssue = groupBy(toCount, (e) => e.issueId.toHexString());
-  const issues = new Map<string, IssueDoc>();
-  for (const [issueId, events] of byIssue) {
-    const issue = await upsertIssue(events, newUsers.get(issueId)?.length ?? 0);
-    await applyEventTransitions(issue, now);
-    issues.set(issueId, issue);
-  }
-
-  await ErrorEvent.bulkWrite([...byIssue].flatMap(([issueId, events]) => pageMarks(batchId, issues.get(issueId)!, events)));
+  await inParallel([...groupBy(toCount, (e) => e.issueId.toHexString())], PARALLEL_WRITES, async ([issueId, events]) => {
+    const lastPage = Math.max(...events.map((e) => pages.get(e._id.toHexString())!));
+    const issue = await countIntoIssue(events, newUsers.get(issueId)?.length ?? 0, lastPage, batchId);
+    if (issue) await applyEventTransitions(issue, now);
+  });
 }
 
 /** The scheduled half of "ignore until": reopens ignored issues whose time has passed without a new event. */
@@ -330,7 +347,7 @@ const MAX_EMPTY_PAGES = 20;
  * and within a page by the events' own time. The cursor names the page and the last event returned.
  */
 async function occurrences(issue: IssueDoc, limit: number, cursor?: string): Promise<{ events: ErrorEventDoc[]; nextCursor: string | null }> {
-  let page = issue.eventCount > 0 ? pageOf(issue.eventCount) : -1;
+  let page = issue.lastPage;
   let after: { time: Date; id: Types.ObjectId } | undefined;
   if (cursor) {
     const [cursorPage, time, id] = decodeCursor(cursor, 3);
@@ -383,7 +400,7 @@ export async function updateIssueStatus(orgId: Types.ObjectId, issueId: string, 
       break;
     }
   }
-  const updated = await Issue.findByIdAndUpdate(issue._id, { $set: set }, { returnDocument: 'after' }).lean<IssueDoc>();
+  const updated = await oneAtATime(Issue.collection.collectionName, issue._id, () => Issue.findByIdAndUpdate(issue._id, { $set: set }, { returnDocument: 'after' }).lean<IssueDoc>());
   if (!updated) throw notFound('issue');
   return issueJsonOf(updated);
 }

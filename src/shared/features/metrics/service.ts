@@ -1,7 +1,7 @@
-import { Types } from 'mongoose';
+import { Types, type mongo } from 'mongoose';
 import { sha256 } from '../../secrets.js';
 import type { MetricPoint as MetricPointRecord, Stamped } from '../../telemetry/records.js';
-import { attributePairs, contentId, insertNew, upsertAll } from '../../telemetry/storage.js';
+import { attributePairs, contentId, insertNew, updateEach, upsertAll } from '../../telemetry/storage.js';
 import { MetricName, MetricPoint, MetricSeries } from './model.js';
 
 function pointDoc({ orgId, projectId, record }: Stamped<MetricPointRecord>) {
@@ -117,7 +117,8 @@ async function saveSeries(advances: SeriesAdvance[]): Promise<void> {
   const updates = advances
     .filter((advance) => !created.has(advance.state))
     .map(({ state: { _id, ...state } }) => ({ updateOne: { filter: { _id, lastAt: { $lt: state.lastAt } }, update: { $set: state } } }));
-  if (updates.length > 0) await MetricSeries.bulkWrite(updates, { ordered: false });
+  // series ids are strings, which the driver's ObjectId-keyed default typing does not expect
+  await updateEach(MetricSeries.collection, updates as unknown as mongo.AnyBulkWriteOperation[]);
 }
 
 interface NameSighting {
