@@ -13,7 +13,7 @@
  * Backends (BENCH_BACKENDS): `sqlite` and `postgresql` are FerretDB on that backend as it comes;
  * `postgresql+gin` adds the GIN expression indexes (src/shared/clients/ferretdb-indexes.ts), as
  * `npm start` does. A backend stops growing once its load time passes BENCH_BUDGET_MINUTES, and the
- * table says so. Figures go to stdout and to bench-results/store.json.
+ * table says so. Figures go to stdout and to bench-results/store-<backends>.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -369,7 +369,7 @@ async function main() {
   console.log(`\n${text}\n`);
   for (const line of verdicts(results)) console.log(line);
   mkdirSync('bench-results', { recursive: true });
-  writeFileSync('bench-results/store.json', `${JSON.stringify({ at: new Date().toISOString(), sizes, probe: PROBE, mix: MIX, results }, null, 2)}\n`);
+  writeFileSync(`bench-results/store-${backends.join('-').replace(/\W/g, '_')}.json`, `${JSON.stringify({ at: new Date().toISOString(), sizes, probe: PROBE, mix: MIX, results }, null, 2)}\n`);
 }
 
 await main();
