@@ -49,7 +49,7 @@ export function cursorId(value: unknown): Types.ObjectId {
 export async function paginate<T>(
   model: Model<T>,
   filter: Record<string, unknown>,
-  options: { sortField: string; direction: 1 | -1; limit: number; cursor?: string | undefined },
+  options: { sortField: string; direction: 1 | -1; limit: number; cursor?: string | undefined; projection?: Record<string, 0> },
 ): Promise<Page<T>> {
   const { sortField, direction, limit } = options;
   const query: Record<string, unknown> = { ...filter };
@@ -59,7 +59,7 @@ export async function paginate<T>(
     query.$and = [{ $or: [{ [sortField]: { [beyond]: value } }, { [sortField]: value, _id: { [beyond]: cursorId(id) } }] }];
   }
   const docs = (await model
-    .find(query)
+    .find(query, options.projection)
     .sort({ [sortField]: direction, _id: direction })
     .limit(limit + 1)
     .lean()) as (T & { _id: Types.ObjectId })[];

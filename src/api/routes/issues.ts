@@ -35,7 +35,7 @@ export const issueRoutes = () => [
     method: 'get',
     path: '/v1/issues/{issueID}/events',
     tag: 'Issues',
-    summary: 'Occurrences of an issue, newest first.',
+    summary: 'Occurrences of an issue, newest first: in the order they were counted, a page of 100 at a time, and by their own timestamp within a page.',
     access: 'member',
     params: issueParams,
     query: z.object(pageQuery),

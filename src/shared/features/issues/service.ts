@@ -328,7 +328,7 @@ export async function listIssues(scope: ViewScope, query: z.infer<typeof listIss
     ...(query.level && { level: query.level }),
     ...(escaped && { $or: [{ title: { $regex: escaped, $options: 'i' } }, { culprit: { $regex: escaped, $options: 'i' } }] }),
   };
-  const page = await paginate(Issue, filter, { sortField: issueSorts[query.sort], direction: -1, limit: query.limit, cursor: query.cursor });
+  const page = await paginate(Issue, filter, { sortField: issueSorts[query.sort], direction: -1, limit: query.limit, cursor: query.cursor, projection: { countedBatches: 0 } });
   return { data: page.items.map((issue) => issueJsonOf(issue as IssueDoc)), next_cursor: page.nextCursor };
 }
 
