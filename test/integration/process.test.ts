@@ -2,13 +2,14 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mongo } from 'mongoose';
+import pg from 'pg';
+import { ferretdbTables, plannedIndexes } from '../../src/shared/clients/ferretdb-indexes.js';
+import { LOCAL_DATABASE } from '../../src/shared/local-services.js';
 
-/** The whole service as `npm start` runs it (all roles in one process), from source, on random ports. */
-test('all roles start, answer /readyz, and stop cleanly on SIGTERM', async () => {
-  const database = `slk_test_process_${randomBytes(4).toString('hex')}`;
-  const mongoUrl = `${process.env.TEST_MONGO_URL!.replace(/\/[^/]*$/, '')}/${database}`;
+/** The service as `npm start` runs it (all roles in one process), from source, on random ports. */
+function startService(env: Record<string, string | undefined>) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, NODE_OPTIONS: '', PORT: '0', INGEST_PORT: '0', HOST: '127.0.0.1', MONGO_URL: mongoUrl, REDIS_URL: process.env.TEST_REDIS_URL, REDIS_PREFIX: `slk_test_${randomBytes(6).toString('hex')}`, LOG_LEVEL: 'info' },
+    env: { ...process.env, NODE_OPTIONS: '', PORT: '0', INGEST_PORT: '0', HOST: '127.0.0.1', REDIS_URL: process.env.TEST_REDIS_URL, REDIS_PREFIX: `slk_test_${randomBytes(6).toString('hex')}`, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: Record<string, unknown>[] = [];
@@ -28,6 +29,13 @@ test('all roles start, answer /readyz, and stop cleanly on SIGTERM', async () =>
     }
     throw new Error(`no "${msg}" line`);
   };
+  return { child, lines, portOf };
+}
+
+test('all roles start, answer /readyz, and stop cleanly on SIGTERM', async () => {
+  const database = `slk_test_process_${randomBytes(4).toString('hex')}`;
+  const mongoUrl = `${process.env.TEST_MONGO_URL!.replace(/\/[^/]*$/, '')}/${database}`;
+  const { child, lines, portOf } = startService({ MONGO_URL: mongoUrl });
   try {
     const apiPort = await portOf('api listening');
     const ingestPort = await portOf('ingest listening');
@@ -43,5 +51,30 @@ test('all roles start, answer /readyz, and stop cleanly on SIGTERM', async () =>
     const client = await mongo.MongoClient.connect(mongoUrl);
     await client.db(database).dropDatabase();
     await client.close();
+  }
+}, 40_000);
+
+const onPostgres = process.env.TEST_FERRETDB_POSTGRES_URL ? test : test.skip;
+
+onPostgres('with MONGO_URL unset it runs on FerretDB on PostgreSQL, with an index for every indexed field', async () => {
+  const { child, portOf } = startService({ MONGO_URL: undefined, LOCAL_STORE: undefined });
+  try {
+    const apiPort = await portOf('api listening');
+    expect((await fetch(`http://127.0.0.1:${apiPort}/readyz`)).status).toBe(200);
+    const client = new pg.Client({ connectionString: process.env.TEST_FERRETDB_POSTGRES_URL });
+    await client.connect();
+    try {
+      const tables = await ferretdbTables(client, LOCAL_DATABASE);
+      expect(tables.has('issues')).toBe(true);
+      const { rows } = await client.query<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexdef LIKE '%USING gin%'", [LOCAL_DATABASE]);
+      const existing = new Set(rows.map((row) => row.indexname));
+      const issueIndexes = plannedIndexes(tables, [{ collection: 'issues', fields: ['orgId', 'projectId', 'hash'] }]);
+      expect(issueIndexes.filter((index) => !existing.has(index.name))).toEqual([]);
+    } finally {
+      await client.end();
+    }
+  } finally {
+    child.kill('SIGTERM');
+    if (child.exitCode === null) await once(child, 'exit');
   }
 }, 40_000);
