@@ -19,7 +19,7 @@ export const LOCAL_REDIS_PORT = 6379;
 /** Where a MongoDB of the user's own is reused, or a `mongod` on PATH is started. */
 export const LOCAL_MONGO_PORT = 27017;
 /** Each FerretDB backend has a port of its own, so a server found listening is known to be the backend asked for. */
-export const FERRETDB_PORTS = { postgresql: 27018, sqlite: 27019 } as const;
+const FERRETDB_PORTS = { postgresql: 27018, sqlite: 27019 } as const;
 /** The MongoDB database the service uses locally, and the PostgreSQL database FerretDB keeps it in. */
 export const LOCAL_DATABASE = 'sluice';
 const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
