@@ -10,11 +10,13 @@ import pg from 'pg';
 import { createBlobStore } from '../../src/shared/clients/blob.js';
 import { ferretdbTables, plannedIndexes } from '../../src/shared/clients/ferretdb-indexes.js';
 import { indexedFields } from '../../src/shared/clients/mongo.js';
+import { Log } from '../../src/shared/features/logs/model.js';
 import { Span } from '../../src/shared/features/traces/model.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { maintenanceProcessor } from '../../src/workers/processors/maintenance.js';
 import type { Job } from 'bullmq';
 import { type Harness, useHarness } from '../support/harness.js';
+import { eventually } from '../support/wait.js';
 
 const postgresUrl = process.env.TEST_FERRETDB_POSTGRES_URL ?? '';
 const onPostgres = postgresUrl ? describe : describe.skip;
@@ -90,6 +92,25 @@ onPostgres('GIN expression indexes on FerretDB’s PostgreSQL backend', () => {
     const plan = JSON.stringify(explained.queryPlanner);
     expect(plan).toContain(traceIndex.name);
     expect(plan).not.toContain('Seq Scan');
+  });
+
+  test('the scheduled job analyses a table that fills up without statistics', async () => {
+    await Log.collection.insertMany(Array.from({ length: 1500 }, (_, i) => ({ _id: new Types.ObjectId(), orgId, projectId, body: `line ${i}`, time: new Date() })));
+    const { tables } = await ginIndexes();
+    const analysed = () =>
+      withPostgres(async (client) => {
+        const { rows } = await client.query<{ analysed: boolean }>(
+          'SELECT (last_analyze IS NOT NULL OR last_autoanalyze IS NOT NULL) AS analysed FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2',
+          [database(), tables.get('logs')],
+        );
+        return rows[0]?.analysed;
+      });
+    expect(await analysed()).toBe(false);
+    // PostgreSQL's row counts reach its statistics views within a second or so
+    await eventually(async () => {
+      await runStoreIndexJob();
+      return (await analysed()) ? true : undefined;
+    }, 'the logs table analysed');
   });
 
   test('queries answer the same with and without the indexes', async () => {

@@ -92,3 +92,39 @@ export async function ensureExpressionIndexes(postgresUrl: string, database: str
     await client.end().catch(() => {});
   }
 }
+
+/** A table is vacuumed once it has this many dead row versions, and more than a tenth of its live rows. */
+const DEAD_ROWS_LIMIT = 1000;
+
+/**
+ * Every update FerretDB makes leaves a dead row version, which each later lookup steps over until
+ * VACUUM removes it, and the planner plans from ANALYZE's statistics. PostgreSQL's autovacuum does
+ * both, but may be off (it is on the development machine), so the scheduled job vacuums and analyses
+ * FerretDB's tables that need it, and answers which.
+ */
+export async function vacuumTables(postgresUrl: string, database: string): Promise<string[]> {
+  const client = new pg.Client({ connectionString: postgresUrl });
+  client.on('error', () => {});
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ relname: string }>(
+      `SELECT relname FROM pg_stat_user_tables
+        WHERE schemaname = $1 AND relname <> $2
+          AND ((n_dead_tup > $3 AND n_dead_tup > n_live_tup / 10)
+            OR (n_live_tup > $3 AND last_analyze IS NULL AND last_autoanalyze IS NULL))`,
+      [database, METADATA_TABLE, DEAD_ROWS_LIMIT],
+    );
+    const vacuumed: string[] = [];
+    for (const { relname } of rows) {
+      try {
+        await client.query(`VACUUM (ANALYZE) ${quoteIdent(database)}.${quoteIdent(relname)}`);
+        vacuumed.push(relname);
+      } catch (error) {
+        if (!benign.has((error as { code?: string }).code ?? '')) throw error;
+      }
+    }
+    return vacuumed;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}

@@ -1,6 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { BlobStore } from '../../shared/clients/blob.js';
-import { ensureStoreIndexes } from '../../shared/clients/mongo.js';
+import { ensureStoreIndexes, vacuumStore } from '../../shared/clients/mongo.js';
 import { reopenExpiredIgnores } from '../../shared/features/issues/service.js';
 import { cleanup } from '../../shared/features/maintenance/service.js';
 import type { Logger } from '../../shared/logger.js';
@@ -17,6 +17,8 @@ export function maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl }: { l
         if (!ferretdbPostgresUrl) return { created: 0 };
         const created = await ensureStoreIndexes(ferretdbPostgresUrl);
         if (created.length > 0) logger.info({ created: created.map((index) => `${index.collection}.${index.field}`) }, 'store indexes created');
+        const vacuumed = await vacuumStore(ferretdbPostgresUrl);
+        if (vacuumed.length > 0) logger.info({ vacuumed }, 'store tables vacuumed');
         return { created: created.length };
       }
       case 'reopen-ignored-issues':
