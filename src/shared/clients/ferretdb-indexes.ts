@@ -61,15 +61,34 @@ export function plannedIndexes(tables: Map<string, string>, collections: Collect
 /** Errors that mean another process got there first, or the table went away meanwhile: nothing to do. */
 const benign = new Set(['42P07' /* duplicate_table */, '23505' /* unique_violation in pg_class */, '42P01' /* undefined_table */]);
 
-/**
- * Creates the missing GIN expression indexes of these collections in `database` and returns the ones
- * it created. `jsonb_path_ops` is the GIN operator class made for `@>`: smaller and faster than the default.
- */
-export async function ensureExpressionIndexes(postgresUrl: string, database: string, collections: CollectionFields[]): Promise<ExpressionIndex[]> {
+/** Runs a maintenance statement; true when it ran, false when it had nothing to do (see `benign`). */
+async function maintain(client: pg.ClientBase, sql: string): Promise<boolean> {
+  try {
+    await client.query(sql);
+    return true;
+  } catch (error) {
+    if (!benign.has((error as { code?: string }).code ?? '')) throw error;
+    return false;
+  }
+}
+
+async function withClient<T>(postgresUrl: string, use: (client: pg.ClientBase) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: postgresUrl });
   client.on('error', () => {});
   await client.connect();
   try {
+    return await use(client);
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/**
+ * Creates the missing GIN expression indexes of these collections in `database` and returns the ones
+ * it created. `jsonb_path_ops` is the GIN operator class made for `@>`: smaller and faster than the default.
+ */
+export function ensureExpressionIndexes(postgresUrl: string, database: string, collections: CollectionFields[]): Promise<ExpressionIndex[]> {
+  return withClient(postgresUrl, async (client) => {
     const planned = plannedIndexes(await ferretdbTables(client, database), collections);
     const { rows } = await client.query<{ indexname: string }>('SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE $2', [
       database,
@@ -78,19 +97,11 @@ export async function ensureExpressionIndexes(postgresUrl: string, database: str
     const existing = new Set(rows.map((row) => row.indexname));
     const created: ExpressionIndex[] = [];
     for (const index of planned.filter((candidate) => !existing.has(candidate.name))) {
-      try {
-        await client.query(
-          `CREATE INDEX IF NOT EXISTS ${quoteIdent(index.name)} ON ${quoteIdent(database)}.${quoteIdent(index.table)} USING gin ((_jsonb->${quoteLiteral(index.field)}) jsonb_path_ops)`,
-        );
-        created.push(index);
-      } catch (error) {
-        if (!benign.has((error as { code?: string }).code ?? '')) throw error;
-      }
+      const sql = `CREATE INDEX IF NOT EXISTS ${quoteIdent(index.name)} ON ${quoteIdent(database)}.${quoteIdent(index.table)} USING gin ((_jsonb->${quoteLiteral(index.field)}) jsonb_path_ops)`;
+      if (await maintain(client, sql)) created.push(index);
     }
     return created;
-  } finally {
-    await client.end().catch(() => {});
-  }
+  });
 }
 
 /** A table is vacuumed once it has this many dead row versions, and more than a tenth of its live rows. */
@@ -102,11 +113,8 @@ const DEAD_ROWS_LIMIT = 1000;
  * both, but may be off (it is on the development machine), so the scheduled job vacuums and analyses
  * FerretDB's tables that need it, and answers which.
  */
-export async function vacuumTables(postgresUrl: string, database: string): Promise<string[]> {
-  const client = new pg.Client({ connectionString: postgresUrl });
-  client.on('error', () => {});
-  await client.connect();
-  try {
+export function vacuumTables(postgresUrl: string, database: string): Promise<string[]> {
+  return withClient(postgresUrl, async (client) => {
     const { rows } = await client.query<{ relname: string }>(
       `SELECT relname FROM pg_stat_user_tables
         WHERE schemaname = $1 AND relname <> $2
@@ -115,16 +123,7 @@ export async function vacuumTables(postgresUrl: string, database: string): Promi
       [database, METADATA_TABLE, DEAD_ROWS_LIMIT],
     );
     const vacuumed: string[] = [];
-    for (const { relname } of rows) {
-      try {
-        await client.query(`VACUUM (ANALYZE) ${quoteIdent(database)}.${quoteIdent(relname)}`);
-        vacuumed.push(relname);
-      } catch (error) {
-        if (!benign.has((error as { code?: string }).code ?? '')) throw error;
-      }
-    }
+    for (const { relname } of rows) if (await maintain(client, `VACUUM (ANALYZE) ${quoteIdent(database)}.${quoteIdent(relname)}`)) vacuumed.push(relname);
     return vacuumed;
-  } finally {
-    await client.end().catch(() => {});
-  }
+  });
 }
