@@ -3,6 +3,7 @@ import { z } from 'zod';
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const optionalUrl = z.url().optional().or(z.literal('').transform(() => undefined));
+const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL');
 
 export const localStoreChoices = ['auto', 'postgresql', 'sqlite'] as const;
 export type LocalStoreChoice = (typeof localStoreChoices)[number];
@@ -23,7 +24,12 @@ const schema = z.object({
    */
   LOCAL_STORE: z.enum(localStoreChoices).default('auto'),
   /** A PostgreSQL role that may create the `sluice` database, for FerretDB's PostgreSQL backend. */
-  LOCAL_POSTGRES_URL: z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL').default('postgres://postgres@127.0.0.1:5432/postgres'),
+  LOCAL_POSTGRES_URL: postgresUrl.default('postgres://postgres@127.0.0.1:5432/postgres'),
+  /**
+   * When MONGO_URL is a FerretDB on PostgreSQL of your own: the PostgreSQL database it keeps its tables
+   * in, so the service gives it the indexes and upkeep it needs (the local store gets them without this).
+   */
+  FERRETDB_POSTGRES_URL: postgresUrl.optional().or(z.literal('').transform(() => undefined)),
   /** Where replay segments and artifacts live: the local filesystem or an S3-compatible store. */
   BLOB_STORE: z.enum(['fs', 's3']).default('fs'),
   /** Root of the `fs` blob store; defaults to DATA_DIR/blobs. */

@@ -276,11 +276,13 @@ async function ensureStore(dataDir: string, choice: LocalStoreChoice, adminUrl: 
 }
 
 /** Resolves the URLs to use: configured ones as given, missing ones from local servers (reused or started). */
-export async function ensureLocalServices(config: Pick<Config, 'DATA_DIR' | 'MONGO_URL' | 'REDIS_URL' | 'LOCAL_STORE' | 'LOCAL_POSTGRES_URL'>): Promise<LocalServices> {
+export async function ensureLocalServices(
+  config: Pick<Config, 'DATA_DIR' | 'MONGO_URL' | 'REDIS_URL' | 'LOCAL_STORE' | 'LOCAL_POSTGRES_URL' | 'FERRETDB_POSTGRES_URL'>,
+): Promise<LocalServices> {
   const dataDir = resolve(config.DATA_DIR);
   if (!config.REDIS_URL || !config.MONGO_URL) mkdirSync(join(dataDir, 'logs'), { recursive: true });
   const redisUrl = config.REDIS_URL ?? (await ensureRedis(dataDir));
-  if (config.MONGO_URL) return { mongoUrl: config.MONGO_URL, redisUrl };
+  if (config.MONGO_URL) return { mongoUrl: config.MONGO_URL, redisUrl, ...(config.FERRETDB_POSTGRES_URL && { ferretdbPostgresUrl: config.FERRETDB_POSTGRES_URL }) };
   const store = await ensureStore(dataDir, config.LOCAL_STORE, config.LOCAL_POSTGRES_URL);
   return { mongoUrl: `${store.url}/${LOCAL_DATABASE}`, redisUrl, ...(store.ferretdbPostgresUrl && { ferretdbPostgresUrl: store.ferretdbPostgresUrl }) };
 }

@@ -11,9 +11,10 @@
  *   issue, one trace with its spans, and the end-user list.
  *
  * Backends (BENCH_BACKENDS): `sqlite` and `postgresql` are FerretDB on that backend as it comes;
- * `postgresql+gin` adds the GIN expression indexes (src/shared/clients/ferretdb-indexes.ts), as
- * `npm start` does. A backend stops growing once its load time passes BENCH_BUDGET_MINUTES, and the
- * table says so. Figures go to stdout and to bench-results/store-<backends>.json.
+ * `postgresql+gin` adds the GIN expression indexes and the table upkeep of
+ * src/shared/clients/ferretdb-indexes.ts, as `npm start` does. A backend stops growing once its load
+ * time passes BENCH_BUDGET_MINUTES, and the table says so. Figures go to stdout and to
+ * bench-results/store-<backends>.json.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -41,7 +42,13 @@ const CHUNK = 10_000;
 
 /** The mix of what is sent, per 100 records: error events, spans (in traces of 5), logs. */
 const MIX = { errors: 20, spans: 60, logs: 20 };
+/**
+ * Errors are spread as they are in the wild, a few issues taking most events: half go to HOT_ISSUES,
+ * the rest over the others. The reads of one issue and of its events open the busiest issues, whose
+ * newest page of events is full from the first size on, so each size compares answers of one size.
+ */
 const ISSUES = 200;
+const HOT_ISSUES = 10;
 const END_USERS = 1000;
 const SPANS_PER_REQUEST = 100;
 const LOGS_PER_REQUEST = 100;
@@ -74,7 +81,8 @@ interface Service {
   stop(): Promise<void>;
 }
 
-async function startService(mongoUrl: string, redisUrl: string): Promise<Service> {
+/** `ferretdbPostgresUrl`: the service keeps up FerretDB's GIN indexes and tables there, as `npm start` does for its local store. */
+async function startService(mongoUrl: string, redisUrl: string, ferretdbPostgresUrl?: string): Promise<Service> {
   const [apiPort, ingestPort] = [await freePort(), await freePort()];
   const prefix = `slk_bench_${hex(4)}`;
   const child = spawn(process.execPath, ['dist/main.js'], {
@@ -82,6 +90,7 @@ async function startService(mongoUrl: string, redisUrl: string): Promise<Service
       ...process.env,
       MONGO_URL: mongoUrl,
       REDIS_URL: redisUrl,
+      FERRETDB_POSTGRES_URL: ferretdbPostgresUrl ?? '',
       REDIS_PREFIX: prefix,
       PORT: String(apiPort),
       INGEST_PORT: String(ingestPort),
@@ -154,7 +163,7 @@ function requestsFor(target: Target, ingestUrl: string, records: number): (() =>
   const otlp = { 'content-type': 'application/json', authorization: `Bearer ${target.publicKey}` };
   for (let i = 0; i < errors; i++) {
     const n = sequence++;
-    const kind = n % ISSUES;
+    const kind = n % 2 === 0 ? (n / 2) % HOT_ISSUES : HOT_ISSUES + (((n - 1) / 2) % (ISSUES - HOT_ISSUES));
     const event = errorEvent(
       { user: { id: `user-${n % END_USERS}`, email: `user-${n % END_USERS}@example.test` }, contexts: { trace: { trace_id: hex(16), span_id: hex(8) } }, tags: { region: `eu-${n % 3}` } },
       { type: `BenchError${kind}`, value: `failure ${kind} while handling order ${n}`, fn: `handler${kind}` },
@@ -244,7 +253,7 @@ async function batchTimes(queue: Queue, since: number): Promise<Map<string, numb
 
 async function timeReads(service: Service, target: Target): Promise<Record<string, { p50: number; p95: number }>> {
   const api = service.api.with({ bearer: target.apiKey });
-  const issues = (await api.get(`/v1/issues?project=${target.projectId}&limit=200`)).body.data as { id: string }[];
+  const issues = (await api.get(`/v1/issues?project=${target.projectId}&sort=events&limit=${HOT_ISSUES}`)).body.data as { id: string }[];
   const pick = <T>(values: T[], i: number) => values[(i * 7919) % values.length]!;
   const reads: Record<string, (i: number) => string> = {
     'issue list': () => `/v1/issues?project=${target.projectId}&limit=50`,
@@ -289,8 +298,9 @@ async function benchBackend(backend: string): Promise<BackendResult> {
   const mongoUrl = urls.mongoUrl.replace(/\/[^/]*$/, `/${database}`);
   await connectMongo(mongoUrl, createLogger('silent'));
   await mongoose.connection.dropDatabase();
-  await ensureIndexes(backend === 'postgresql+gin' ? urls.ferretdbPostgresUrl : undefined);
-  const service = await startService(mongoUrl, urls.redisUrl);
+  const ferretdbPostgresUrl = backend === 'postgresql+gin' ? urls.ferretdbPostgresUrl : undefined;
+  await ensureIndexes(ferretdbPostgresUrl);
+  const service = await startService(mongoUrl, urls.redisUrl, ferretdbPostgresUrl);
   const result: BackendResult = { backend, checkpoints: [] };
   recentTraces.length = 0;
   sequence = 0;

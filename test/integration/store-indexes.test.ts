@@ -8,8 +8,9 @@ import { Types } from 'mongoose';
 import mongoose from 'mongoose';
 import pg from 'pg';
 import { createBlobStore } from '../../src/shared/clients/blob.js';
-import { ferretdbTables, plannedIndexes } from '../../src/shared/clients/ferretdb-indexes.js';
+import { ensureExpressionIndexes, ferretdbTables, plannedIndexes } from '../../src/shared/clients/ferretdb-indexes.js';
 import { indexedFields } from '../../src/shared/clients/mongo.js';
+import { ErrorEvent } from '../../src/shared/features/issues/model.js';
 import { Log } from '../../src/shared/features/logs/model.js';
 import { Span } from '../../src/shared/features/traces/model.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -92,6 +93,64 @@ onPostgres('GIN expression indexes on FerretDB’s PostgreSQL backend', () => {
     const plan = JSON.stringify(explained.queryPlanner);
     expect(plan).toContain(traceIndex.name);
     expect(plan).not.toContain('Seq Scan');
+  });
+
+  test('dates get no index, and an index of a field no longer planned is dropped by the scheduled job', async () => {
+    const { planned, tables } = await ginIndexes();
+    const spanFields = planned.filter((index) => index.collection === 'spans').map((index) => index.field);
+    expect(spanFields).toEqual(expect.arrayContaining(['_id', 'orgId', 'traceId', 'service']));
+    expect(spanFields).not.toContain('startAt');
+
+    // an index an earlier version planned, on a date
+    const [stale] = await ensureExpressionIndexes(postgresUrl, database(), [{ collection: 'spans', fields: ['startAt'] }]);
+    expect(stale).toMatchObject({ collection: 'spans', field: 'startAt', table: tables.get('spans') });
+    expect((await ginIndexes()).existing.has(stale!.name)).toBe(true);
+
+    await runStoreIndexJob();
+    const after = await ginIndexes();
+    expect(after.existing.has(stale!.name)).toBe(false);
+    expect(after.planned.filter((index) => !after.existing.has(index.name))).toEqual([]);
+  });
+
+  test('once the job has analysed a table, a lookup within one organisation reads only the selective field’s index', async () => {
+    // every event in one organisation: its orgId index matches every row, and grows with the table
+    await ErrorEvent.collection.insertMany(
+      Array.from({ length: 3000 }, (_, i) => ({
+        _id: new Types.ObjectId(),
+        orgId,
+        projectId,
+        eventId: `event-${i}`,
+        issueId: new Types.ObjectId(),
+        page: 0,
+        batchId: `batch-${i % 30}`,
+        timestamp: new Date(),
+        receivedAt: new Date(),
+        title: 'Error',
+        traceId: `trace-${i % 1000}`,
+        data: '{}',
+      })),
+    );
+    const { planned, tables } = await ginIndexes();
+    const index = (field: string) => planned.find((candidate) => candidate.collection === 'errorevents' && candidate.field === field)!.name;
+    const analysed = () =>
+      withPostgres(async (client) => {
+        const { rows } = await client.query<{ analysed: boolean }>('SELECT last_analyze IS NOT NULL AS analysed FROM pg_stat_user_tables WHERE schemaname = $1 AND relname = $2', [
+          database(),
+          tables.get('errorevents'),
+        ]);
+        return rows[0]?.analysed;
+      });
+    // PostgreSQL's row counts reach its statistics views within a second or so
+    await eventually(async () => {
+      await runStoreIndexJob();
+      return (await analysed()) ? true : undefined;
+    }, 'the errorevents table analysed');
+
+    const explained = (await ErrorEvent.collection.find({ orgId, traceId: 'trace-17' }).explain()) as { queryPlanner: unknown };
+    const plan = JSON.stringify(explained.queryPlanner);
+    expect(plan).toContain(index('traceId'));
+    expect(plan).not.toContain(index('orgId'));
+    expect(await ErrorEvent.collection.countDocuments({ orgId, traceId: 'trace-17' })).toBe(3);
   });
 
   test('the scheduled job analyses a table that fills up without statistics', async () => {

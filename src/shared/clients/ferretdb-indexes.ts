@@ -85,16 +85,23 @@ async function withClient<T>(postgresUrl: string, use: (client: pg.ClientBase) =
 
 /**
  * Creates the missing GIN expression indexes of these collections in `database` and returns the ones
- * it created. `jsonb_path_ops` is the GIN operator class made for `@>`: smaller and faster than the default.
+ * it created; drops ours on their tables that are no longer planned (a field a model stopped
+ * indexing), which every insert would otherwise keep up to date for nothing. `jsonb_path_ops` is the
+ * GIN operator class made for `@>`: smaller and faster than the default.
  */
 export function ensureExpressionIndexes(postgresUrl: string, database: string, collections: CollectionFields[]): Promise<ExpressionIndex[]> {
   return withClient(postgresUrl, async (client) => {
     const planned = plannedIndexes(await ferretdbTables(client, database), collections);
-    const { rows } = await client.query<{ indexname: string }>('SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE $2', [
-      database,
-      `${INDEX_PREFIX}%`,
-    ]);
+    const { rows } = await client.query<{ indexname: string; tablename: string }>(
+      'SELECT indexname, tablename FROM pg_indexes WHERE schemaname = $1 AND indexname LIKE $2',
+      [database, `${INDEX_PREFIX}%`],
+    );
     const existing = new Set(rows.map((row) => row.indexname));
+    const plannedNames = new Set(planned.map((index) => index.name));
+    const plannedTables = new Set(planned.map((index) => index.table));
+    for (const row of rows.filter((candidate) => plannedTables.has(candidate.tablename) && !plannedNames.has(candidate.indexname))) {
+      await maintain(client, `DROP INDEX IF EXISTS ${quoteIdent(database)}.${quoteIdent(row.indexname)}`);
+    }
     const created: ExpressionIndex[] = [];
     for (const index of planned.filter((candidate) => !existing.has(candidate.name))) {
       const sql = `CREATE INDEX IF NOT EXISTS ${quoteIdent(index.name)} ON ${quoteIdent(database)}.${quoteIdent(index.table)} USING gin ((_jsonb->${quoteLiteral(index.field)}) jsonb_path_ops)`;
@@ -104,14 +111,16 @@ export function ensureExpressionIndexes(postgresUrl: string, database: string, c
   });
 }
 
-/** A table is vacuumed once it has this many dead row versions, and more than a tenth of its live rows. */
-const DEAD_ROWS_LIMIT = 1000;
+/** A table is vacuumed once this many of its rows are dead, or analysed once this many changed since the last analysis, and more than a tenth of its live rows either way. */
+const CHANGED_ROWS_LIMIT = 1000;
 
 /**
  * Every update FerretDB makes leaves a dead row version, which each later lookup steps over until
- * VACUUM removes it, and the planner plans from ANALYZE's statistics. PostgreSQL's autovacuum does
- * both, but may be off (it is on the development machine), so the scheduled job vacuums and analyses
- * FerretDB's tables that need it, and answers which.
+ * VACUUM removes it; and the planner picks among the GIN indexes by ANALYZE's statistics: without
+ * them it guesses every field equally selective and also reads the index of a field that every row
+ * shares (`orgId`), whose entries grow with the table. PostgreSQL's autovacuum does both, but may be
+ * off (it is on the development machine), so the scheduled job vacuums and analyses FerretDB's
+ * tables on autovacuum's own rule of thumb, and answers which.
  */
 export function vacuumTables(postgresUrl: string, database: string): Promise<string[]> {
   return withClient(postgresUrl, async (client) => {
@@ -119,8 +128,8 @@ export function vacuumTables(postgresUrl: string, database: string): Promise<str
       `SELECT relname FROM pg_stat_user_tables
         WHERE schemaname = $1 AND relname <> $2
           AND ((n_dead_tup > $3 AND n_dead_tup > n_live_tup / 10)
-            OR (n_live_tup > $3 AND last_analyze IS NULL AND last_autoanalyze IS NULL))`,
-      [database, METADATA_TABLE, DEAD_ROWS_LIMIT],
+            OR (n_mod_since_analyze > $3 AND n_mod_since_analyze > n_live_tup / 10))`,
+      [database, METADATA_TABLE, CHANGED_ROWS_LIMIT],
     );
     const vacuumed: string[] = [];
     for (const { relname } of rows) if (await maintain(client, `VACUUM (ANALYZE) ${quoteIdent(database)}.${quoteIdent(relname)}`)) vacuumed.push(relname);

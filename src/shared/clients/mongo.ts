@@ -35,11 +35,18 @@ export async function connectMongo(url: string, logger: Logger): Promise<typeof 
   return mongoose;
 }
 
-/** Every model's collection with the fields its indexes name: what the store must find fast. */
+/**
+ * Every model's collection with the fields its indexes name that a query may compare for equality:
+ * what the store must find fast. Dates are left out: the service compares them only by range and
+ * sorts on them, which FerretDB never hands to PostgreSQL, so an index on them would only slow inserts.
+ */
 export function indexedFields(): CollectionFields[] {
   return Object.values(mongoose.models).map((model) => ({
     collection: model.collection.collectionName,
-    fields: model.schema.indexes().flatMap(([keys]) => Object.keys(keys)),
+    fields: model.schema
+      .indexes()
+      .flatMap(([keys]) => Object.keys(keys))
+      .filter((field) => model.schema.path(field)?.instance !== 'Date'),
   }));
 }
 
