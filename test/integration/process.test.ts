@@ -54,27 +54,55 @@ test('all roles start, answer /readyz, and stop cleanly on SIGTERM', async () =>
   }
 }, 40_000);
 
-const onPostgres = process.env.TEST_FERRETDB_POSTGRES_URL ? test : test.skip;
+const postgresUrl = process.env.TEST_FERRETDB_POSTGRES_URL;
+const onPostgres = postgresUrl ? test : test.skip;
 
-onPostgres('with MONGO_URL unset it runs on FerretDB on PostgreSQL, with an index for every indexed field', async () => {
-  const { child, portOf } = startService({ MONGO_URL: undefined, LOCAL_STORE: undefined });
+/** The issue collection's GIN indexes that the service should have made in a database, and those missing. */
+async function issueIndexes(database: string): Promise<{ planned: number; missing: string[] }> {
+  const client = new pg.Client({ connectionString: postgresUrl });
+  await client.connect();
+  try {
+    const tables = await ferretdbTables(client, database);
+    expect(tables.has('issues')).toBe(true);
+    const { rows } = await client.query<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexdef LIKE '%USING gin%'", [database]);
+    const existing = new Set(rows.map((row) => row.indexname));
+    const planned = plannedIndexes(tables, [{ collection: 'issues', fields: ['orgId', 'projectId', 'hash'] }]);
+    return { planned: planned.length, missing: planned.filter((index) => !existing.has(index.name)).map((index) => index.field) };
+  } finally {
+    await client.end();
+  }
+}
+
+async function readyThenStop({ child, portOf }: ReturnType<typeof startService>, check: () => Promise<void>) {
   try {
     const apiPort = await portOf('api listening');
     expect((await fetch(`http://127.0.0.1:${apiPort}/readyz`)).status).toBe(200);
-    const client = new pg.Client({ connectionString: process.env.TEST_FERRETDB_POSTGRES_URL });
-    await client.connect();
-    try {
-      const tables = await ferretdbTables(client, LOCAL_DATABASE);
-      expect(tables.has('issues')).toBe(true);
-      const { rows } = await client.query<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexdef LIKE '%USING gin%'", [LOCAL_DATABASE]);
-      const existing = new Set(rows.map((row) => row.indexname));
-      const issueIndexes = plannedIndexes(tables, [{ collection: 'issues', fields: ['orgId', 'projectId', 'hash'] }]);
-      expect(issueIndexes.filter((index) => !existing.has(index.name))).toEqual([]);
-    } finally {
-      await client.end();
-    }
+    await check();
   } finally {
     child.kill('SIGTERM');
     if (child.exitCode === null) await once(child, 'exit');
   }
+}
+
+onPostgres('with MONGO_URL unset it runs on FerretDB on PostgreSQL, with an index for every indexed field', async () => {
+  await readyThenStop(startService({ MONGO_URL: undefined, LOCAL_STORE: undefined }), async () => {
+    expect(await issueIndexes(LOCAL_DATABASE)).toEqual({ planned: 4, missing: [] });
+  });
 }, 40_000);
+
+onPostgres('a FerretDB on PostgreSQL named by MONGO_URL gets those indexes only when FERRETDB_POSTGRES_URL says where its tables are', async () => {
+  const database = `slk_test_process_${randomBytes(4).toString('hex')}`;
+  const mongoUrl = `${process.env.TEST_MONGO_URL!.replace(/\/[^/]*$/, '')}/${database}`;
+  try {
+    await readyThenStop(startService({ MONGO_URL: mongoUrl }), async () => {
+      expect((await issueIndexes(database)).missing).toEqual(['_id', 'orgId', 'projectId', 'hash']);
+    });
+    await readyThenStop(startService({ MONGO_URL: mongoUrl, FERRETDB_POSTGRES_URL: postgresUrl }), async () => {
+      expect(await issueIndexes(database)).toEqual({ planned: 4, missing: [] });
+    });
+  } finally {
+    const client = await mongo.MongoClient.connect(mongoUrl);
+    await client.db(database).dropDatabase();
+    await client.close();
+  }
+}, 60_000);
