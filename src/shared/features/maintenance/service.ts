@@ -9,6 +9,7 @@ import { Log, LogPattern } from '../logs/model.js';
 import { MetricName, MetricPoint, MetricSeries } from '../metrics/model.js';
 import { ReleaseHealth } from '../releases/model.js';
 import { Replay, ReplaySegment } from '../replays/model.js';
+import { SpanRollup } from '../services/model.js';
 import { Span, Trace } from '../traces/model.js';
 import { EndUser } from '../users/model.js';
 
@@ -27,6 +28,7 @@ const expiring: [name: string, collection: mongo.Collection, timeField: string][
   ['feedback', Feedback.collection, 'receivedAt'],
   ['spans', Span.collection, 'startAt'],
   ['traces', Trace.collection, 'endAt'],
+  ['spanRollups', SpanRollup.collection, 'at'],
   ['logs', Log.collection, 'time'],
   ['logPatterns', LogPattern.collection, 'lastSeenAt'],
   ['metricPoints', MetricPoint.collection, 'time'],

@@ -59,6 +59,13 @@ const traceSchema = new Schema({
   /** Name and service of the span without a parent, once it has arrived. */
   rootName: { type: String, default: null },
   rootService: { type: String, default: null },
+  /**
+   * The trace's outgoing calls that name no peer, and its entry spans whose parent is in another
+   * process: the two halves the service map pairs into an edge, whichever arrives second
+   * (services/rollups.ts, pairedObservations).
+   */
+  calls: { type: [Schema.Types.Mixed], default: [] },
+  entries: { type: [Schema.Types.Mixed], default: [] },
 });
 // the summary upsert, and opening one trace.
 traceSchema.index({ projectId: 1, traceId: 1 }, { unique: true });

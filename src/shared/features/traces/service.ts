@@ -1,9 +1,10 @@
-import { Types } from 'mongoose';
+import { Types, type mongo } from 'mongoose';
 import type { z } from 'zod';
-import { notFound } from '../../errors.js';
+import { isDuplicateKey, notFound } from '../../errors.js';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
-import { attributePairs, contentId, insertNew, upsertAll, type AttributePair } from '../../telemetry/storage.js';
+import { attributePairs, contentId, inParallel, insertNew, oneAtATime, PARALLEL_WRITES, upsertAll, type AttributePair } from '../../telemetry/storage.js';
 import { ErrorEvent } from '../issues/model.js';
+import { directObservations, pairedObservations, pairingFacts, recordObservations, type Observation, type PendingCall, type RemoteEntry } from '../services/rollups.js';
 import { Span, Trace } from './model.js';
 import type { traceDetailJson } from './schemas.js';
 
@@ -50,6 +51,8 @@ interface TraceDelta {
   errorCount: number;
   services: Set<string>;
   root: { rootName: string; rootService: string } | undefined;
+  /** The halves of calls between services these spans bring (see services/rollups.ts). */
+  pairing: { calls: PendingCall[]; entries: RemoteEntry[] };
 }
 
 /** A trace summary's `_id`: the same project and trace id always address the same document. */
@@ -57,50 +60,89 @@ export const traceKey = (projectId: Types.ObjectId, traceId: string) => contentI
 
 /** What the newly stored spans add to each trace's summary. */
 function traceDeltas(spans: StoredSpan[]): TraceDelta[] {
-  const deltas = new Map<string, TraceDelta>();
+  const byTrace = new Map<string, StoredSpan[]>();
   for (const span of spans) {
     const key = `${span.projectId.toHexString()}:${span.traceId}`;
-    let delta = deltas.get(key);
-    if (!delta) {
-      delta = { orgId: span.orgId, projectId: span.projectId, traceId: span.traceId, startAt: span.startAt, endAt: span.endAt, spanCount: 0, errorCount: 0, services: new Set(), root: undefined };
-      deltas.set(key, delta);
-    }
-    if (span.startAt < delta.startAt) delta.startAt = span.startAt;
-    if (span.endAt > delta.endAt) delta.endAt = span.endAt;
-    delta.spanCount += 1;
-    if (span.status === 'error') delta.errorCount += 1;
-    delta.services.add(span.service);
-    if (span.parentSpanId === null) delta.root ??= { rootName: span.name, rootService: span.service };
+    byTrace.set(key, [...(byTrace.get(key) ?? []), span]);
   }
-  return [...deltas.values()];
+  return [...byTrace.values()].map((ofTrace) => {
+    const first = ofTrace[0]!;
+    const root = ofTrace.find((span) => span.parentSpanId === null);
+    return {
+      orgId: first.orgId,
+      projectId: first.projectId,
+      traceId: first.traceId,
+      startAt: new Date(Math.min(...ofTrace.map((span) => span.startAt.getTime()))),
+      endAt: new Date(Math.max(...ofTrace.map((span) => span.endAt.getTime()))),
+      spanCount: ofTrace.length,
+      errorCount: ofTrace.filter((span) => span.status === 'error').length,
+      services: new Set(ofTrace.map((span) => span.service)),
+      root: root && { rootName: root.name, rootService: root.service },
+      pairing: pairingFacts(ofTrace),
+    };
+  });
+}
+
+function summaryUpdate(delta: TraceDelta): mongo.UpdateFilter<mongo.Document> {
+  const update = {
+    $setOnInsert: { orgId: delta.orgId, projectId: delta.projectId, traceId: delta.traceId },
+    $min: { startAt: delta.startAt },
+    $max: { endAt: delta.endAt },
+    $inc: { spanCount: delta.spanCount, errorCount: delta.errorCount },
+    $addToSet: { services: { $each: [...delta.services] } },
+    ...(delta.root && { $set: delta.root }),
+    ...((delta.pairing.calls.length > 0 || delta.pairing.entries.length > 0) && {
+      $push: { calls: { $each: delta.pairing.calls }, entries: { $each: delta.pairing.entries } },
+    }),
+  };
+  // the driver's types refuse `$push` of an interface's values into a schemaless document
+  return update as unknown as mongo.UpdateFilter<mongo.Document>;
 }
 
 /**
- * Stores spans once per {project, trace, span} and folds them into their trace summaries. Only the
- * spans this call actually inserted are counted, so a replayed batch adds nothing; a crash between
- * the two writes leaves those spans uncounted rather than counted twice.
+ * Folds a trace's new spans into its summary and answers the calls between services they complete.
+ * Addressed by a derived _id, and one write at a time per trace, so that of two writes bringing
+ * the halves of a call the second sees both.
+ */
+async function pairInTrace(delta: TraceDelta): Promise<Observation[]> {
+  const id = traceKey(delta.projectId, delta.traceId);
+  const write = () => Trace.collection.findOneAndUpdate({ _id: id }, summaryUpdate(delta), { upsert: true, returnDocument: 'after' });
+  const trace = await oneAtATime(Trace.collection.collectionName, id, async () => {
+    try {
+      return await write();
+    } catch (error) {
+      // another worker created the summary at the same moment: the retry updates it
+      if (!isDuplicateKey(error)) throw error;
+      return write();
+    }
+  });
+  const all = { calls: (trace?.calls ?? []) as PendingCall[], entries: (trace?.entries ?? []) as RemoteEntry[] };
+  return pairedObservations(delta, all, delta.pairing);
+}
+
+/**
+ * Stores spans once per {project, trace, span}, folds them into their trace summaries and counts
+ * them into the service rollups. Only the spans this call actually inserted are counted, so a
+ * replayed batch adds nothing; a crash between the writes leaves those spans uncounted rather than
+ * counted twice.
  */
 export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
   const inserted = await insertNew(Span.collection, items.map(spanDoc));
+  const deltas = traceDeltas(inserted);
+  const pairing = deltas.filter((delta) => delta.pairing.calls.length > 0 || delta.pairing.entries.length > 0);
   await upsertAll(
     Trace.collection,
-    traceDeltas(inserted).map((delta) => ({
-      updateOne: {
-        // Addressed by a derived _id: FerretDB's SQLite backend answers _id lookups from its index
-        // but scans the collection for other filters, which made each batch slower as traces grew.
-        filter: { _id: traceKey(delta.projectId, delta.traceId) },
-        update: {
-          $setOnInsert: { orgId: delta.orgId, projectId: delta.projectId, traceId: delta.traceId },
-          $min: { startAt: delta.startAt },
-          $max: { endAt: delta.endAt },
-          $inc: { spanCount: delta.spanCount, errorCount: delta.errorCount },
-          $addToSet: { services: { $each: [...delta.services] } },
-          ...(delta.root && { $set: delta.root }),
-        },
-        upsert: true,
-      },
-    })),
+    deltas
+      .filter((delta) => !pairing.includes(delta))
+      // Addressed by a derived _id: FerretDB's SQLite backend answers _id lookups from its index
+      // but scans the collection for other filters, which made each batch slower as traces grew.
+      .map((delta) => ({ updateOne: { filter: { _id: traceKey(delta.projectId, delta.traceId) }, update: summaryUpdate(delta), upsert: true } })),
   );
+  const observations = directObservations(inserted);
+  await inParallel(pairing, PARALLEL_WRITES, async (delta) => {
+    observations.push(...(await pairInTrace(delta)));
+  });
+  await recordObservations(observations);
 }
 
 type SpanDoc = StoredSpan & { _id: Types.ObjectId };

@@ -1,0 +1,47 @@
+import { dependenciesJson, serviceMapJson, servicesJson, servicesQuery, structureJson } from '../../shared/features/services/schemas.js';
+import { listDependencies, listServices, serviceMap, serviceStructure } from '../../shared/features/services/service.js';
+import { viewScope } from '../../shared/views.js';
+import { defineRoute } from '../routing.js';
+
+export const serviceRoutes = () => [
+  defineRoute({
+    method: 'get',
+    path: '/v1/services',
+    tag: 'Services',
+    summary: 'Services that served requests in the window: volume, errors, latency percentiles and health, with the rule, value and threshold behind each health reason.',
+    access: 'member',
+    query: servicesQuery,
+    response: servicesJson,
+    handler: async ({ principal, query }) => listServices(await viewScope(principal.orgId, query)),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/v1/services/map',
+    tag: 'Services',
+    summary: 'The observed topology: services, databases, queues and external hosts as nodes, and the calls between them as edges.',
+    access: 'member',
+    query: servicesQuery,
+    response: serviceMapJson,
+    handler: async ({ principal, query }) => serviceMap(await viewScope(principal.orgId, query)),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/v1/services/dependencies',
+    tag: 'Services',
+    summary: 'The edges of the service map as caller → callee dependencies, with their kind (http, rpc, db, messaging, other).',
+    access: 'member',
+    query: servicesQuery,
+    response: dependenciesJson,
+    handler: async ({ principal, query }) => listDependencies(await viewScope(principal.orgId, query)),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/v1/services/structure',
+    tag: 'Services',
+    summary: 'Facts about the service map: entry points, leaves, cycles, single points of failure, fan-in and fan-out leaders, and the longest chain of calls.',
+    access: 'member',
+    query: servicesQuery,
+    response: structureJson,
+    handler: async ({ principal, query }) => serviceStructure(await viewScope(principal.orgId, query)),
+  }),
+];

@@ -1,0 +1,207 @@
+/**
+ * The service views (GET /v1/services, /map, /dependencies, /structure) over spans sent as an
+ * OTLP/JSON exporter sends them, with controlled timestamps: web → api over HTTP (the client span
+ * names only a host), api → PostgreSQL, api → the `orders` queue → worker, worker → api (naming its
+ * peer, which closes a cycle), and api → an external payment host.
+ */
+import { randomBytes } from 'node:crypto';
+import { bucketsOf, percentile } from '../../src/shared/telemetry/histogram.js';
+import { signUp, type Account } from '../support/factories/accounts.js';
+import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { type Harness, useHarness } from '../support/harness.js';
+import { eventually } from '../support/wait.js';
+
+let h: Harness;
+let owner: Account;
+let stranger: Account;
+let project: ProjectWithDsn;
+useHarness((started) => (h = started), {}, { workers: true });
+
+const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+const nanos = (ms: number) => String(BigInt(ms) * 1_000_000n);
+const KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
+
+interface SpanSpec {
+  traceId: string;
+  id: string;
+  parent?: string;
+  name: string;
+  kind: keyof typeof KIND;
+  startMs: number;
+  durationMs: number;
+  error?: boolean;
+  attributes?: Record<string, string | number>;
+}
+
+async function send(service: string, spans: SpanSpec[]) {
+  const body = {
+    resourceSpans: [
+      {
+        resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
+        scopeSpans: [
+          {
+            spans: spans.map((span) => ({
+              traceId: span.traceId,
+              spanId: span.id,
+              ...(span.parent && { parentSpanId: span.parent }),
+              name: span.name,
+              kind: KIND[span.kind],
+              startTimeUnixNano: nanos(span.startMs),
+              endTimeUnixNano: nanos(span.startMs + span.durationMs),
+              attributes: Object.entries(span.attributes ?? {}).map(([key, value]) => ({ key, value: typeof value === 'number' ? { intValue: value } : { stringValue: value } })),
+              status: { code: span.error ? 2 : 1 },
+            })),
+          },
+        ],
+      },
+    ],
+  };
+  const reply = await h.ingest.request('POST', '/v1/traces', JSON.stringify(body), { 'content-type': 'application/json', authorization: `Bearer ${project.publicKey}` });
+  expect(reply.status).toBe(200);
+}
+
+const TRACES = 40;
+/** Inside one hour, two hours ago, so the window is known exactly. */
+const t0 = Math.floor((Date.now() - 2 * 3_600_000) / 3_600_000) * 3_600_000 + 10 * 60_000;
+const windowQuery = () => `project=${project.id}&from=${new Date(t0 - 5 * 60_000).toISOString()}&to=${new Date(t0 + 30 * 60_000).toISOString()}`;
+const webDurations = Array.from({ length: TRACES }, (_, i) => 100 + i * 7);
+
+beforeAll(async () => {
+  owner = await signUp(h);
+  stranger = await signUp(h, 'stranger');
+  project = await projectWithDsn(owner, h.ingest.baseUrl);
+  const byService: Record<string, SpanSpec[][]> = { web: [], api: [], worker: [] };
+  for (let i = 0; i < TRACES; i++) {
+    const traceId = hex(16);
+    const at = t0 + i * 20_000;
+    const ids = { web: hex(8), webCall: hex(8), api: hex(8), db: hex(8), publish: hex(8), pay: hex(8), consume: hex(8), callback: hex(8), apiAgain: hex(8) };
+    byService.web!.push([
+      { traceId, id: ids.web, name: 'GET /checkout', kind: 'server', startMs: at, durationMs: webDurations[i]!, attributes: { 'http.route': '/checkout', 'http.response.status_code': 200 } },
+      { traceId, id: ids.webCall, parent: ids.web, name: 'GET', kind: 'client', startMs: at + 5, durationMs: 90, attributes: { 'http.request.method': 'GET', 'server.address': 'api.internal', 'url.full': 'http://api.internal:8080/orders' } },
+    ]);
+    byService.api!.push([
+      // a quarter of the api's requests fail
+      { traceId, id: ids.api, parent: ids.webCall, name: 'GET /orders', kind: 'server', startMs: at + 6, durationMs: 80, error: i % 4 === 0, attributes: { 'http.route': '/orders', 'http.response.status_code': i % 4 === 0 ? 500 : 200 } },
+      { traceId, id: ids.db, parent: ids.api, name: 'SELECT orders', kind: 'client', startMs: at + 8, durationMs: 10, attributes: { 'db.system': 'postgresql', 'db.query.text': 'SELECT * FROM orders WHERE id = $1' } },
+      { traceId, id: ids.publish, parent: ids.api, name: 'orders publish', kind: 'producer', startMs: at + 20, durationMs: 3, attributes: { 'messaging.system': 'kafka', 'messaging.destination.name': 'orders' } },
+      { traceId, id: ids.pay, parent: ids.api, name: 'POST', kind: 'client', startMs: at + 25, durationMs: 40, attributes: { 'http.request.method': 'POST', 'server.address': 'payments.example.com' } },
+    ]);
+    byService.worker!.push([
+      { traceId, id: ids.consume, parent: ids.publish, name: 'orders process', kind: 'consumer', startMs: at + 30, durationMs: 30, attributes: { 'messaging.system': 'kafka', 'messaging.destination.name': 'orders' } },
+      { traceId, id: ids.callback, parent: ids.consume, name: 'POST', kind: 'client', startMs: at + 35, durationMs: 12, attributes: { 'http.request.method': 'POST', 'peer.service': 'api', 'server.address': 'api.internal' } },
+    ]);
+  }
+  // the callee's spans arrive first for half the traces, the caller's first for the other half
+  const half = TRACES / 2;
+  await send('api', byService.api!.slice(0, half).flat());
+  await send('web', byService.web!.flat());
+  await send('api', byService.api!.slice(half).flat());
+  await send('worker', byService.worker!.flat());
+  await eventually(async () => {
+    const reply = await owner.client.get(`/v1/services/dependencies?${windowQuery()}`);
+    const calls = Object.fromEntries((reply.body.data ?? []).map((edge: { caller: string; callee: string; calls: number }) => [`${edge.caller}>${edge.callee}`, edge.calls]));
+    return calls['web>api'] === TRACES && calls['worker>api'] === TRACES && calls['orders>worker'] === TRACES ? true : undefined;
+  }, 'every call counted');
+});
+
+describe('GET /v1/services', () => {
+  test('requests, errors, percentiles within the histogram’s error bound, throughput and health with its arithmetic', async () => {
+    const reply = await owner.client.get(`/v1/services?${windowQuery()}`);
+    expect(reply.status).toBe(200);
+    const byName = Object.fromEntries(reply.body.data.map((service: { name: string }) => [service.name, service]));
+    expect(Object.keys(byName).sort()).toEqual(['api', 'web', 'worker']);
+    expect(byName.web).toMatchObject({ requests: TRACES, errors: 0, error_rate: 0, project_ids: [project.id], health: { status: 'healthy', reasons: [] } });
+    expect(byName.web.throughput_per_min).toBeCloseTo(TRACES / 35, 3);
+    const exact = (p: number) => [...webDurations].sort((a, b) => a - b)[Math.ceil((p / 100) * TRACES) - 1]!;
+    for (const p of [50, 95, 99] as const) {
+      expect(Math.abs(byName.web[`p${p}_ms`] - exact(p)) / exact(p)).toBeLessThanOrEqual(0.05);
+      // the same figure the histogram module gives for the raw durations
+      expect(byName.web[`p${p}_ms`]).toBeCloseTo(percentile(bucketsOf(webDurations), p)!, 2);
+    }
+    expect(byName.api).toMatchObject({ requests: TRACES, errors: TRACES / 4, error_rate: 0.25 });
+    expect(byName.api.health).toEqual({
+      status: 'critical',
+      reasons: [{ rule: 'error_rate_threshold', metric: 'error_rate', observed: 0.25, threshold: 0.25, baseline: null, status: 'critical' }],
+    });
+    expect(byName.worker).toMatchObject({ requests: TRACES, errors: 0 });
+  });
+
+  test('a window without traffic lists nothing, and a bad window is refused with the contract’s error body', async () => {
+    const empty = await owner.client.get(`/v1/services?project=${project.id}&from=${t0 - 4 * 3_600_000}&to=${t0 - 3 * 3_600_000}`);
+    expect(empty.status).toBe(200);
+    expect(empty.body.data).toEqual([]);
+    const backwards = await owner.client.get(`/v1/services?from=${t0}&to=${t0 - 1000}`);
+    expect(backwards.status).toBe(400);
+    expect(backwards.body.code).toBe('validation_failed');
+    const unknown = await owner.client.get('/v1/services?colour=blue');
+    expect(unknown.status).toBe(400);
+    expect(unknown.body.code).toBe('invalid_request');
+  });
+});
+
+describe('GET /v1/services/map and /dependencies', () => {
+  test('nodes typed from span attributes, edges from calls paired with their callee’s spans in either order', async () => {
+    const reply = await owner.client.get(`/v1/services/map?${windowQuery()}`);
+    expect(reply.status).toBe(200);
+    expect(reply.body.nodes.map((node: { id: string }) => node.id)).toEqual([
+      'database:postgresql',
+      'external:payments.example.com',
+      'messaging:orders',
+      'service:api',
+      'service:web',
+      'service:worker',
+    ]);
+    expect(reply.body.nodes.find((node: { id: string }) => node.id === 'messaging:orders')).toEqual({ id: 'messaging:orders', name: 'orders', type: 'messaging' });
+    const edges = Object.fromEntries(reply.body.edges.map((edge: { source: string; target: string }) => [`${edge.source}>${edge.target}`, edge]));
+    expect(Object.keys(edges).sort()).toEqual([
+      'messaging:orders>service:worker',
+      'service:api>database:postgresql',
+      'service:api>external:payments.example.com',
+      'service:api>messaging:orders',
+      'service:web>service:api',
+      'service:worker>service:api',
+    ]);
+    // the web's calls named only the host api.internal: paired with the api's entry spans, none is left on the host
+    expect(edges['service:web>service:api']).toMatchObject({ kind: 'http', calls: TRACES, errors: 0 });
+    expect(Math.abs(edges['service:web>service:api'].p95_ms - 90) / 90).toBeLessThanOrEqual(0.05);
+    expect(edges['service:api>database:postgresql']).toMatchObject({ kind: 'db', calls: TRACES });
+    expect(edges['service:api>messaging:orders']).toMatchObject({ kind: 'messaging', calls: TRACES });
+    expect(edges['messaging:orders>service:worker']).toMatchObject({ kind: 'messaging', calls: TRACES });
+    expect(edges['service:api>external:payments.example.com']).toMatchObject({ kind: 'http', calls: TRACES });
+
+    const dependencies = await owner.client.get(`/v1/services/dependencies?${windowQuery()}`);
+    expect(dependencies.status).toBe(200);
+    expect(dependencies.body.data).toContainEqual(
+      expect.objectContaining({ caller: 'web', caller_type: 'service', callee: 'api', callee_type: 'service', kind: 'http', calls: TRACES, error_rate: 0 }),
+    );
+    expect(dependencies.body.data).toContainEqual(expect.objectContaining({ caller: 'api', callee: 'postgresql', callee_type: 'database', kind: 'db' }));
+    expect(dependencies.body.data).toHaveLength(6);
+  });
+});
+
+describe('GET /v1/services/structure', () => {
+  test('entry points, leaves, the cycle through the queue, the single point of failure and the longest chain', async () => {
+    const reply = await owner.client.get(`/v1/services/structure?${windowQuery()}`);
+    expect(reply.status).toBe(200);
+    expect(reply.body.entry_points).toEqual(['service:web']);
+    expect(reply.body.leaves).toEqual(['database:postgresql', 'external:payments.example.com']);
+    expect(reply.body.cycles).toEqual([['messaging:orders', 'service:worker', 'service:api']]);
+    expect(reply.body.single_points_of_failure[0]).toEqual({ node: 'service:api', cut_pairs: expect.any(Number) });
+    expect(reply.body.fan_in[0]).toEqual({ node: 'service:api', count: 2 });
+    expect(reply.body.fan_out[0]).toEqual({ node: 'service:api', count: 3 });
+    expect(reply.body.longest_chain).toEqual(['service:web', 'service:api', 'messaging:orders', 'service:worker']);
+  });
+});
+
+describe('tenancy', () => {
+  test('another organisation sees none of it, and naming the project answers like a missing one', async () => {
+    for (const path of ['/v1/services', '/v1/services/map', '/v1/services/dependencies', '/v1/services/structure']) {
+      const own = await stranger.client.get(`${path}?from=${t0 - 60_000}&to=${t0 + 30 * 60_000}`);
+      expect(own.status).toBe(200);
+      expect(own.body.data ?? own.body.nodes ?? own.body.entry_points).toEqual([]);
+      const named = await stranger.client.get(`${path}?${windowQuery()}`);
+      expect(named.status).toBe(404);
+      expect(named.body.code).toBe('not_found');
+    }
+  });
+});
