@@ -22,6 +22,9 @@ interface SpanSpec {
   startMs: number;
   durationMs: number;
   error?: boolean;
+  /** OTLP span kind; server by default. */
+  kind?: number;
+  attributes?: Record<string, string | number>;
 }
 
 /** Sends spans as an OTLP/JSON exporter would: one resourceSpans per service. */
@@ -39,10 +42,13 @@ async function sendSpans(project: ProjectWithDsn, traceId: string, spans: SpanSp
               spanId: span.id,
               ...(span.parent && { parentSpanId: span.parent }),
               name: span.name,
-              kind: 2,
+              kind: span.kind ?? 2,
               startTimeUnixNano: nanos(span.startMs),
               endTimeUnixNano: nanos(span.startMs + span.durationMs),
-              attributes: [{ key: 'http.route', value: { stringValue: span.name } }],
+              attributes: [
+                { key: 'http.route', value: { stringValue: span.name } },
+                ...Object.entries(span.attributes ?? {}).map(([key, value]) => ({ key, value: typeof value === 'number' ? { intValue: value } : { stringValue: value } })),
+              ],
               events: span.error ? [{ name: 'exception', timeUnixNano: nanos(span.startMs + 1), attributes: [{ key: 'exception.type', value: { stringValue: 'TimeoutError' } }] }] : [],
               status: { code: span.error ? 2 : 1 },
             })),
@@ -119,5 +125,86 @@ describe('GET /v1/traces/{traceID}', () => {
     }
     const dsn = h.api.with({ authorization: `DSN ${project.publicKey}` });
     expect((await dsn.get(`/v1/traces/${traceId}`)).status).toBe(403);
+  });
+});
+
+describe('GET /v1/traces', () => {
+  const t = Date.now() - 10 * 60_000;
+  let project: ProjectWithDsn;
+  const ids = { slowGold: hex(16), fastGold: hex(16), silverError: hex(16) };
+
+  beforeAll(async () => {
+    project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const trace = (traceId: string, at: number, api: Omit<SpanSpec, 'id' | 'parent' | 'service' | 'startMs'> & { startMs?: number }) => {
+      const root = hex(8);
+      return sendSpans(project, traceId, [
+        { id: root, service: 'web', name: '/checkout', startMs: at, durationMs: 400 },
+        { id: hex(8), parent: root, service: 'api', startMs: at + 5, ...api },
+      ]);
+    };
+    await trace(ids.slowGold, t, { name: '/orders', durationMs: 300, error: true, attributes: { 'http.response.status_code': 500, 'customer.tier': 'gold' } });
+    await trace(ids.fastGold, t + 1000, { name: '/orders', durationMs: 20, attributes: { 'http.response.status_code': 200, 'customer.tier': 'gold' } });
+    await trace(ids.silverError, t + 2000, { name: '/orders', durationMs: 10, error: true, attributes: { 'http.response.status_code': 500, 'customer.tier': 'silver' } });
+    await eventually(async () => ((await owner.client.get(`/v1/traces?project=${project.id}`)).body.data?.length === 3 ? true : undefined), 'three traces listed');
+  });
+
+  const listed = async (filters: string) => {
+    const reply = await owner.client.get(`/v1/traces?project=${project.id}&${filters}`);
+    expect(reply.status).toBe(200);
+    return reply.body.data.map((row: { trace_id: string }) => row.trace_id);
+  };
+
+  test('each row is a whole trace, newest first', async () => {
+    const reply = await owner.client.get(`/v1/traces?project=${project.id}`);
+    expect(reply.body.data.map((row: { trace_id: string }) => row.trace_id)).toEqual([ids.silverError, ids.fastGold, ids.slowGold]);
+    expect(reply.body.data[2]).toEqual({
+      trace_id: ids.slowGold,
+      project_id: project.id,
+      root_service: 'web',
+      root_name: '/checkout',
+      start: new Date(t).toISOString(),
+      duration_ms: 400,
+      span_count: 2,
+      error_count: 1,
+      services: ['api', 'web'],
+    });
+  });
+
+  test('filters apply to spans: one span must match them all, and the whole trace is listed', async () => {
+    expect(await listed('attribute=customer.tier:gold')).toEqual([ids.fastGold, ids.slowGold]);
+    expect(await listed('service=api&status=error')).toEqual([ids.silverError, ids.slowGold]);
+    expect(await listed('http_status=500')).toEqual([ids.silverError, ids.slowGold]);
+    expect(await listed('service=api&status=error&attribute=customer.tier:gold')).toEqual([ids.slowGold]);
+    expect(await listed('min_duration_ms=100&service=api')).toEqual([ids.slowGold]);
+    // the web spans are fine: an error elsewhere in the trace does not make them match
+    expect(await listed('service=web&status=error')).toEqual([]);
+    // the web span lasts 400 ms, but no api span lasts 100 ms in these two traces
+    expect(await listed('min_duration_ms=100&attribute=customer.tier:silver')).toEqual([]);
+    expect(await listed('name=/checkout&kind=server')).toHaveLength(3);
+    expect(await listed('name=/nowhere')).toEqual([]);
+  });
+
+  test('pages follow one another without repeats; bad filters answer the contract’s error body', async () => {
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const reply: { body: { data: { trace_id: string }[]; next_cursor: string | null } } = await owner.client.get(`/v1/traces?project=${project.id}&limit=1${cursor ? `&cursor=${cursor}` : ''}`);
+      seen.push(...reply.body.data.map((row) => row.trace_id));
+      cursor = reply.body.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual([ids.silverError, ids.fastGold, ids.slowGold]);
+    for (const bad of ['http_status=abc', 'attribute=no-colon', 'kind=sideways', 'min_duration_ms=-1']) {
+      const reply = await owner.client.get(`/v1/traces?${bad}`);
+      expect({ bad, status: reply.status, code: reply.body.code }).toEqual({ bad, status: 400, code: 'validation_failed' });
+    }
+    expect((await owner.client.get('/v1/traces?cursor=not-ours')).body.code).toBe('invalid_request');
+  });
+
+  test('another organisation lists none of them, and naming the project answers like a missing one', async () => {
+    const intruder = await signUp(h, 'intruder');
+    expect((await intruder.client.get('/v1/traces')).body.data).toEqual([]);
+    const named = await intruder.client.get(`/v1/traces?project=${project.id}`);
+    expect(named.status).toBe(404);
+    expect(named.body.code).toBe('not_found');
   });
 });

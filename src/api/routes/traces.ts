@@ -1,9 +1,20 @@
 import { z } from 'zod';
-import { traceDetailJson } from '../../shared/features/traces/schemas.js';
-import { getTrace } from '../../shared/features/traces/service.js';
-import { defineRoute } from '../routing.js';
+import { listTracesQuery, traceDetailJson, traceRowJson } from '../../shared/features/traces/schemas.js';
+import { getTrace, listTraces } from '../../shared/features/traces/service.js';
+import { viewScope } from '../../shared/views.js';
+import { defineRoute, listOf } from '../routing.js';
 
 export const traceRoutes = () => [
+  defineRoute({
+    method: 'get',
+    path: '/v1/traces',
+    tag: 'Traces',
+    summary: 'Whole traces that have at least one span matching every filter (service, name or route, kind, status, minimum duration, HTTP status, attributes), newest first.',
+    access: 'member',
+    query: listTracesQuery,
+    response: listOf(traceRowJson),
+    handler: async ({ principal, query }) => listTraces(await viewScope(principal.orgId, query), query),
+  }),
   defineRoute({
     method: 'get',
     path: '/v1/traces/{traceID}',

@@ -1,4 +1,7 @@
 import { z } from 'zod';
+import { pageQuery } from '../../paging.js';
+import { spanKinds, spanStatuses } from '../../telemetry/records.js';
+import { viewQuery } from '../../views.js';
 
 const attributeValue = z.union([z.string(), z.number(), z.boolean(), z.array(z.unknown()), z.null()]);
 
@@ -31,4 +34,43 @@ export const traceDetailJson = z.object({
   spans: z.array(traceSpanJson),
   /** Issues whose events carry this trace id. */
   issues: z.array(z.string()),
+});
+
+const repeatable = z
+  .union([z.string(), z.array(z.string())])
+  .optional()
+  .transform((value) => (value === undefined ? [] : Array.isArray(value) ? value : [value]));
+
+/** Filters on spans; a trace is listed when one of its spans matches all of them. */
+export const listTracesQuery = z.object({
+  ...viewQuery,
+  ...pageQuery,
+  service: z.string().max(256).optional(),
+  /** The span's name or its HTTP route. */
+  name: z.string().max(512).optional(),
+  kind: z.enum(spanKinds).optional(),
+  status: z.enum(spanStatuses).optional(),
+  min_duration_ms: z.coerce.number().nonnegative().optional(),
+  http_status: z.coerce.number().int().min(100).max(599).optional(),
+  /** `key:value`, repeatable: the span has that attribute with that value. */
+  attribute: repeatable.pipe(
+    z.array(
+      z
+        .string()
+        .regex(/^[^:]+:/, 'must be key:value')
+        .transform((pair) => ({ key: pair.slice(0, pair.indexOf(':')), value: pair.slice(pair.indexOf(':') + 1) })),
+    ),
+  ),
+});
+
+export const traceRowJson = z.object({
+  trace_id: z.string(),
+  project_id: z.string(),
+  root_service: z.string().nullable(),
+  root_name: z.string().nullable(),
+  start: z.string(),
+  duration_ms: z.number(),
+  span_count: z.number().int(),
+  error_count: z.number().int(),
+  services: z.array(z.string()),
 });

@@ -1,12 +1,14 @@
 import { Types, type mongo } from 'mongoose';
 import type { z } from 'zod';
-import { isDuplicateKey, notFound } from '../../errors.js';
+import { AppError, isDuplicateKey, notFound } from '../../errors.js';
+import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
+import { scopeFilter, type ViewScope } from '../../views.js';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
 import { attributePairs, contentId, inParallel, insertNew, oneAtATime, PARALLEL_WRITES, upsertAll, type AttributePair } from '../../telemetry/storage.js';
 import { ErrorEvent } from '../issues/model.js';
 import { directObservations, pairedObservations, pairingFacts, recordObservations, type Observation, type PendingCall, type RemoteEntry } from '../services/rollups.js';
 import { Span, Trace } from './model.js';
-import type { traceDetailJson } from './schemas.js';
+import type { listTracesQuery, traceDetailJson, traceRowJson } from './schemas.js';
 
 function spanDoc({ orgId, projectId, record }: Stamped<SpanRecord>) {
   return {
@@ -53,6 +55,26 @@ interface TraceDelta {
   root: { rootName: string; rootService: string } | undefined;
   /** The halves of calls between services these spans bring (see services/rollups.ts). */
   pairing: { calls: PendingCall[]; entries: RemoteEntry[] };
+  facets: Set<string>;
+  maxSpanMs: number;
+}
+
+const HOUR_MS = 3_600_000;
+/** Attribute values longer than this, and a span's attributes past this many, are not searchable in the trace list. */
+const FACET_VALUE_MAX = 200;
+const FACET_ATTRIBUTES_MAX = 64;
+
+/** A span's own values that the trace list filters on, as `field=value` tokens. */
+function facetsOf(span: StoredSpan): string[] {
+  const tokens = [`service=${span.service}`, `name=${span.name}`, `kind=${span.kind}`, `status=${span.status}`];
+  if (span.http?.route) tokens.push(`name=${span.http.route}`);
+  if (span.http?.statusCode) tokens.push(`http_status=${span.http.statusCode}`);
+  for (const { key, value } of span.attributes.slice(0, FACET_ATTRIBUTES_MAX)) {
+    if (typeof value === 'object') continue;
+    const text = String(value);
+    if (text.length <= FACET_VALUE_MAX) tokens.push(`attr=${key}:${text}`);
+  }
+  return tokens;
 }
 
 /** A trace summary's `_id`: the same project and trace id always address the same document. */
@@ -79,17 +101,19 @@ function traceDeltas(spans: StoredSpan[]): TraceDelta[] {
       services: new Set(ofTrace.map((span) => span.service)),
       root: root && { rootName: root.name, rootService: root.service },
       pairing: pairingFacts(ofTrace),
+      facets: new Set(ofTrace.flatMap(facetsOf)),
+      maxSpanMs: Math.max(...ofTrace.map((span) => span.durationMs)),
     };
   });
 }
 
 function summaryUpdate(delta: TraceDelta): mongo.UpdateFilter<mongo.Document> {
   const update = {
-    $setOnInsert: { orgId: delta.orgId, projectId: delta.projectId, traceId: delta.traceId },
+    $setOnInsert: { orgId: delta.orgId, projectId: delta.projectId, traceId: delta.traceId, hour: Math.floor(delta.startAt.getTime() / HOUR_MS) },
     $min: { startAt: delta.startAt },
-    $max: { endAt: delta.endAt },
+    $max: { endAt: delta.endAt, maxSpanMs: delta.maxSpanMs },
     $inc: { spanCount: delta.spanCount, errorCount: delta.errorCount },
-    $addToSet: { services: { $each: [...delta.services] } },
+    $addToSet: { services: { $each: [...delta.services] }, facets: { $each: [...delta.facets] } },
     ...(delta.root && { $set: delta.root }),
     ...((delta.pairing.calls.length > 0 || delta.pairing.entries.length > 0) && {
       $push: { calls: { $each: delta.pairing.calls }, entries: { $each: delta.pairing.entries } },
@@ -206,5 +230,101 @@ export async function getTrace(orgId: Types.ObjectId, traceId: string): Promise<
       events: span.events.map((event) => ({ name: event.name, time: event.time.toISOString(), attributes: attributesOf(event.attributes) })),
     })),
     issues: [...new Set(events.map((event) => event.issueId.toHexString()))],
+  };
+}
+
+type TraceQuery = z.output<typeof listTracesQuery>;
+
+interface TraceSummaryDoc {
+  _id: Types.ObjectId;
+  projectId: Types.ObjectId;
+  traceId: string;
+  hour: number;
+  startAt: Date;
+  endAt: Date;
+  spanCount: number;
+  errorCount: number;
+  services: string[];
+  rootName: string | null;
+  rootService: string | null;
+  facets: string[];
+  maxSpanMs: number;
+}
+
+/** The tokens a matching trace's facets must all hold, and whether one span must be checked to hold them together. */
+function spanCriteria(query: TraceQuery) {
+  const tokens = [
+    query.service !== undefined && `service=${query.service}`,
+    query.name !== undefined && `name=${query.name}`,
+    query.kind && `kind=${query.kind}`,
+    query.status && `status=${query.status}`,
+    query.http_status && `http_status=${query.http_status}`,
+    ...query.attribute.map(({ key, value }) => `attr=${key}:${value}`),
+  ].filter((token): token is string => typeof token === 'string');
+  const count = tokens.length + (query.min_duration_ms !== undefined ? 1 : 0);
+  const matches = (span: SpanDoc) =>
+    (query.service === undefined || span.service === query.service) &&
+    (query.name === undefined || span.name === query.name || span.http?.route === query.name) &&
+    (!query.kind || span.kind === query.kind) &&
+    (!query.status || span.status === query.status) &&
+    (!query.http_status || span.http?.statusCode === query.http_status) &&
+    (query.min_duration_ms === undefined || span.durationMs >= query.min_duration_ms) &&
+    query.attribute.every(({ key, value }) => span.attributes.some((pair) => pair.key === key && typeof pair.value !== 'object' && String(pair.value) === value));
+  return { tokens, matches, oneSpanMustHoldAll: count > 1 };
+}
+
+const newestFirst = (a: TraceSummaryDoc, b: TraceSummaryDoc) => b.hour - a.hour || b.startAt.getTime() - a.startAt.getTime() || b._id.toHexString().localeCompare(a._id.toHexString());
+
+/**
+ * Traces with at least one span matching every filter, newest first (by the hour a trace was first
+ * seen, then by its start). The window is read an hour at a time, newest first, from the trace
+ * summaries, whose facets say which values some span of the trace has; when several filters are
+ * given, a candidate's spans are read to check that one span holds them all. Its cost follows the
+ * traces in the hours read, not the spans stored.
+ */
+export async function listTraces(scope: ViewScope, query: TraceQuery): Promise<{ data: z.infer<typeof traceRowJson>[]; next_cursor: string | null }> {
+  const criteria = spanCriteria(query);
+  let after: { hour: number; startAt: Date; id: Types.ObjectId } | undefined;
+  if (query.cursor) {
+    const [hour, startAt, id] = decodeCursor(query.cursor, 3);
+    if (!Number.isInteger(hour) || !(startAt instanceof Date)) throw new AppError('invalid_request', 'cursor is not one this API issued');
+    after = { hour: hour as number, startAt, id: cursorId(id) };
+  }
+  const isAfter = (doc: TraceSummaryDoc) =>
+    !after || newestFirst({ ...doc, hour: after.hour, startAt: after.startAt, _id: after.id }, doc) < 0;
+  const firstHour = Math.floor(scope.from.getTime() / HOUR_MS);
+  // a trace's hour is that of its first spans stored; a span sent later may start it earlier
+  const lastHour = Math.min(Math.floor((scope.to.getTime() - 1) / HOUR_MS) + 1, after?.hour ?? Infinity);
+  const found: TraceSummaryDoc[] = [];
+  for (let hour = lastHour; hour >= firstHour && found.length <= query.limit; hour--) {
+    const docs = await Trace.find({ ...scopeFilter(scope), hour }, { calls: 0, entries: 0 }).lean<TraceSummaryDoc[]>();
+    const candidates = docs
+      .filter((doc) => doc.startAt >= scope.from && doc.startAt < scope.to && isAfter(doc))
+      .filter((doc) => criteria.tokens.every((token) => doc.facets.includes(token)) && (query.min_duration_ms === undefined || doc.maxSpanMs >= query.min_duration_ms))
+      .sort(newestFirst);
+    for (const doc of candidates) {
+      if (found.length > query.limit) break;
+      if (criteria.oneSpanMustHoldAll) {
+        const spans = await Span.find({ orgId: scope.orgId, traceId: doc.traceId, projectId: doc.projectId }).lean<SpanDoc[]>();
+        if (!spans.some(criteria.matches)) continue;
+      }
+      found.push(doc);
+    }
+  }
+  const page = found.slice(0, query.limit);
+  const last = page.at(-1);
+  return {
+    data: page.map((doc) => ({
+      trace_id: doc.traceId,
+      project_id: doc.projectId.toHexString(),
+      root_service: doc.rootService,
+      root_name: doc.rootName,
+      start: doc.startAt.toISOString(),
+      duration_ms: doc.endAt.getTime() - doc.startAt.getTime(),
+      span_count: doc.spanCount,
+      error_count: doc.errorCount,
+      services: [...doc.services].sort(),
+    })),
+    next_cursor: found.length > query.limit && last ? encodeCursor([last.hour, last.startAt, last._id.toHexString()]) : null,
   };
 }
