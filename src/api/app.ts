@@ -22,6 +22,7 @@ import { issueRoutes } from './routes/issues.js';
 import { memberRoutes } from './routes/members.js';
 import { projectRoutes } from './routes/projects.js';
 import { settingsRoutes } from './routes/settings.js';
+import { logRoutes } from './routes/logs.js';
 import { serviceRoutes } from './routes/services.js';
 import { traceRoutes } from './routes/traces.js';
 import { mountRoutes, type AnyRoute } from './routing.js';
@@ -46,6 +47,7 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
     ...issueRoutes(),
     ...traceRoutes(),
     ...serviceRoutes(),
+    ...logRoutes(),
   ];
   routes.push(openApiRoute(() => routes));
 

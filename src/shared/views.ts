@@ -1,10 +1,14 @@
-import type { Types } from 'mongoose';
+import type { Model, Types } from 'mongoose';
 import { z } from 'zod';
 import { AppError } from './errors.js';
 import { Project } from './features/projects/model.js';
 import { parseId } from './paging.js';
+import { inParallel } from './telemetry/storage.js';
+import { hourOf } from './telemetry/time-buckets.js';
 
 const DAY_MS = 86_400_000;
+/** Hours of a window read at once. */
+const PARALLEL_HOURS = 4;
 
 /** ISO-8601 or epoch milliseconds, as CONTRACT.md allows for `from` and `to`. */
 const instant = z
@@ -18,6 +22,21 @@ const instant = z
     return new Date(time);
   })
   .meta({ description: 'ISO-8601 time or epoch milliseconds' });
+
+/** `key:value` pairs of a repeatable query parameter. */
+/** Matched against span or log attributes, values compared as text. */
+export const attributeFilters = z
+  .union([z.string(), z.array(z.string())])
+  .optional()
+  .transform((value) => (value === undefined ? [] : Array.isArray(value) ? value : [value]))
+  .pipe(
+    z.array(
+      z
+        .string()
+        .regex(/^[^:]+:/, 'must be key:value')
+        .transform((pair) => ({ key: pair.slice(0, pair.indexOf(':')), value: pair.slice(pair.indexOf(':') + 1) })),
+    ),
+  );
 
 /** Query parameters of every time-bounded view: the window and the projects (repeatable). */
 export const viewQuery = {
@@ -64,4 +83,24 @@ export function scopeFilter(scope: ViewScope): { orgId: Types.ObjectId; projectI
   const projects = scope.projectIds && [...new Map(scope.projectIds.map((id) => [id.toHexString(), id])).values()];
   if (!projects) return { orgId: scope.orgId };
   return { orgId: scope.orgId, projectId: projects.length === 1 ? projects[0]! : { $in: projects } };
+}
+
+/** The hours since the epoch that the window [from, to) touches. */
+export function hoursOf(from: Date, to: Date): number[] {
+  const first = hourOf(from.getTime());
+  const last = hourOf(to.getTime() - 1);
+  return Array.from({ length: Math.max(0, last - first + 1) }, (_, i) => first + i);
+}
+
+/**
+ * A scope's per-minute rollups whose minute (`at`) starts in [from, to): one equality lookup per
+ * hour the window touches (FerretDB answers `hour` from an index, a range on `at` it cannot).
+ */
+export async function rollupsIn<T extends { at: Date }, D>(model: Model<D>, scope: ViewScope, from: Date, to: Date, filter: Record<string, unknown> = {}): Promise<T[]> {
+  const found: T[] = [];
+  await inParallel(hoursOf(from, to), PARALLEL_HOURS, async (hour) => {
+    const docs = await model.find({ ...scopeFilter(scope), ...filter, hour } as Record<string, unknown>).lean<T[]>();
+    found.push(...docs.filter((doc) => doc.at >= from && doc.at < to));
+  });
+  return found;
 }

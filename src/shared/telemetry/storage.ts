@@ -20,6 +20,13 @@ export function attributePairs(attributes: Attributes): AttributePair[] {
     .map((key) => ({ key, value: attributes[key]! }));
 }
 
+/** Stored pairs as an object again, for answers. */
+export const attributesObject = (pairs: AttributePair[]) => Object.fromEntries(pairs.map((pair) => [pair.key, pair.value]));
+
+/** True when the pairs hold every `key:value` filter, scalar values compared as text (arrays never match). */
+export const hasAttributes = (pairs: { key: string; value: unknown }[], filters: { key: string; value: string }[]) =>
+  filters.every(({ key, value }) => pairs.some((pair) => pair.key === key && typeof pair.value !== 'object' && String(pair.value) === value));
+
 /** The schema path of such pairs. */
 export const attributePairsField = { type: [{ _id: false, key: String, value: Schema.Types.Mixed }], default: [] };
 

@@ -22,10 +22,14 @@ const logSchema = new Schema({
   patternId: { type: String, required: true },
   /** Lower-cased words of the body (see logTokens): log search without text indexes. */
   tokens: { type: [String], default: [] },
+  /** Hours since the epoch: log search reads a window an hour at a time, by equality. */
+  hour: { type: Number, required: true },
   source: { type: String, required: true },
 });
-// log search: every word of the query must be among a log's tokens (multikey).
-logSchema.index({ projectId: 1, tokens: 1 });
+// log search: an hour of a project's (or an organisation's) logs, narrowed by a word of the query
+// (multikey: every word must be among a log's tokens), a service, a level or a trace.
+logSchema.index({ projectId: 1, hour: 1, tokens: 1 });
+logSchema.index({ orgId: 1, hour: 1, service: 1, level: 1 });
 // the log stream, newest first, keyset-paged.
 logSchema.index({ projectId: 1, time: -1, _id: -1 });
 // a trace's logs beside its spans.
@@ -42,12 +46,37 @@ const logPatternSchema = new Schema({
   pattern: { type: String, required: true },
   firstSeenAt: { type: Date, required: true },
   lastSeenAt: { type: Date, required: true },
+  /** The body of the first log seen with the pattern. */
+  example: { type: String, default: null },
 });
 // one document per project and pattern (the upsert is by the derived _id), and naming a pattern in a view.
 logPatternSchema.index({ projectId: 1, patternId: 1 }, { unique: true });
 // retention cleanup: a pattern goes once its newest log has expired.
 logPatternSchema.index({ orgId: 1, lastSeenAt: 1 });
 
+/**
+ * Log volume per minute, per project, service and pattern, with a count per level: what the pattern
+ * and surge views read instead of raw logs. `_id` derived from the key; `hour` as in Log.
+ */
+const logRollupSchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  projectId: { type: Schema.Types.ObjectId, required: true },
+  at: { type: Date, required: true },
+  hour: { type: Number, required: true },
+  service: { type: String, required: true },
+  patternId: { type: String, required: true },
+  count: { type: Number, default: 0 },
+  /** Count per level name. */
+  levels: { type: Schema.Types.Mixed, default: {} },
+});
+// a window's rollups of an organisation, or of a project, an hour at a time.
+logRollupSchema.index({ orgId: 1, hour: 1 });
+logRollupSchema.index({ projectId: 1, hour: 1 });
+// retention cleanup by organisation and age.
+logRollupSchema.index({ orgId: 1, at: 1 });
+
 export const Log = model('Log', logSchema);
+export const LogRollup = model('LogRollup', logRollupSchema, 'log_rollups');
 export const LogPattern = model('LogPattern', logPatternSchema, 'log_patterns');
 

@@ -1,9 +1,16 @@
 import { Types } from 'mongoose';
+import type { z } from 'zod';
+import { AppError } from '../../errors.js';
+import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
 import { sha256 } from '../../secrets.js';
 import type { LogRecord, Stamped } from '../../telemetry/records.js';
-import { attributePairs, contentId, insertNew, upsertAll } from '../../telemetry/storage.js';
+import { attributePairs, attributesObject, contentId, hasAttributes, insertNew, upsertAll } from '../../telemetry/storage.js';
+import { hoursOf, rollupsIn, scopeFilter, type ViewScope } from '../../views.js';
 import { normalizeMessage } from '../issues/grouping.js';
-import { Log, LogPattern } from './model.js';
+import { Log, LogPattern, LogRollup } from './model.js';
+import type { logLineJson, logPatternJson, logPatternsQuery, searchLogsQuery } from './schemas.js';
+import { hourOf, minuteOf } from '../../telemetry/time-buckets.js';
+
 
 /** Bounds on a log's token array, which is indexed: enough words to find a line, not a whole payload. */
 const MAX_TOKENS = 64;
@@ -48,22 +55,53 @@ function logDoc({ orgId, projectId, record }: Stamped<LogRecord>, patternId: str
     release: record.release ?? null,
     patternId,
     tokens: logTokens(record.body),
+    hour: hourOf(record.timeMs),
     source: record.source,
   };
 }
+
+type StoredLog = ReturnType<typeof logDoc>;
 
 interface PatternSighting {
   orgId: Types.ObjectId;
   projectId: Types.ObjectId;
   patternId: string;
   pattern: string;
+  example: string;
   firstSeenAt: Date;
   lastSeenAt: Date;
 }
 
+/** Per-minute counts of newly stored logs, per project, service and pattern, with a count per level. */
+function rollupUpdates(logs: StoredLog[]) {
+  const rollups = new Map<string, { key: Record<string, unknown>; count: number; levels: Record<string, number> }>();
+  for (const log of logs) {
+    const at = new Date(minuteOf(log.time.getTime()));
+    const id = contentId('log-rollup', log.projectId.toHexString(), at, log.service, log.patternId).toHexString();
+    let rollup = rollups.get(id);
+    if (!rollup) {
+      rollup = { key: { orgId: log.orgId, projectId: log.projectId, at, hour: log.hour, service: log.service, patternId: log.patternId }, count: 0, levels: {} };
+      rollups.set(id, rollup);
+    }
+    rollup.count += 1;
+    rollup.levels[log.level] = (rollup.levels[log.level] ?? 0) + 1;
+  }
+  return [...rollups].map(([id, rollup]) => ({
+    updateOne: {
+      filter: { _id: new Types.ObjectId(id) },
+      update: {
+        $setOnInsert: rollup.key,
+        $inc: { count: rollup.count, ...Object.fromEntries(Object.entries(rollup.levels).map(([level, count]) => [`levels.${level}`, count])) },
+      },
+      upsert: true,
+    },
+  }));
+}
+
 /**
- * Stores logs and registers their patterns. A log has no id of its own, so its `_id` is derived from
- * its content: a replayed batch inserts nothing new (and the registry only takes $min/$max).
+ * Stores logs, registers their patterns and counts them into the per-minute rollups. A log has no id
+ * of its own, so its `_id` is derived from its content: a replayed batch inserts nothing new, and
+ * only newly inserted logs are counted (the registry only takes $min/$max).
  */
 export async function ingestLogs(items: Stamped<LogRecord>[]): Promise<void> {
   const sightings = new Map<string, PatternSighting>();
@@ -72,19 +110,19 @@ export async function ingestLogs(items: Stamped<LogRecord>[]): Promise<void> {
     const doc = logDoc(item, patternId);
     const key = `${item.projectId}:${patternId}`;
     const seen = sightings.get(key);
-    if (!seen) sightings.set(key, { orgId: doc.orgId, projectId: doc.projectId, patternId, pattern, firstSeenAt: doc.time, lastSeenAt: doc.time });
-    else if (doc.time < seen.firstSeenAt) seen.firstSeenAt = doc.time;
+    if (!seen) sightings.set(key, { orgId: doc.orgId, projectId: doc.projectId, patternId, pattern, example: doc.body, firstSeenAt: doc.time, lastSeenAt: doc.time });
+    else if (doc.time < seen.firstSeenAt) Object.assign(seen, { firstSeenAt: doc.time, example: doc.body });
     else if (doc.time > seen.lastSeenAt) seen.lastSeenAt = doc.time;
     return doc;
   });
-  await insertNew(Log.collection, docs);
+  const inserted = await insertNew(Log.collection, docs);
   await upsertAll(
     LogPattern.collection,
     [...sightings.values()].map((sighting) => ({
       updateOne: {
         filter: { _id: contentId('log-pattern', sighting.projectId.toHexString(), sighting.patternId) },
         update: {
-          $setOnInsert: { orgId: sighting.orgId, projectId: sighting.projectId, patternId: sighting.patternId, pattern: sighting.pattern },
+          $setOnInsert: { orgId: sighting.orgId, projectId: sighting.projectId, patternId: sighting.patternId, pattern: sighting.pattern, example: sighting.example },
           $min: { firstSeenAt: sighting.firstSeenAt },
           $max: { lastSeenAt: sighting.lastSeenAt },
         },
@@ -92,4 +130,121 @@ export async function ingestLogs(items: Stamped<LogRecord>[]): Promise<void> {
       },
     })),
   );
+  await upsertAll(LogRollup.collection, rollupUpdates(inserted));
+}
+
+type SearchQuery = z.output<typeof searchLogsQuery>;
+
+interface LogDoc extends StoredLog {
+  _id: Types.ObjectId;
+}
+
+const newestFirst = (a: LogDoc, b: LogDoc) => b.time.getTime() - a.time.getTime() || b._id.toHexString().localeCompare(a._id.toHexString());
+
+/**
+ * Log lines matching every filter, newest first. The window is read an hour at a time, newest first,
+ * until the page is full; each hour is one lookup by equality on the hour and on the filters
+ * FerretDB can hand to an index (service, level, trace, and the longest word of `q`), and the rest
+ * (the other words, attributes, the window's edges) is checked on what that lookup returns.
+ */
+export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<{ data: z.infer<typeof logLineJson>[]; next_cursor: string | null }> {
+  const words = logTokens(query.q ?? '');
+  const longest = [...words].sort((a, b) => b.length - a.length)[0];
+  let after: { time: Date; id: Types.ObjectId } | undefined;
+  if (query.cursor) {
+    const [time, id] = decodeCursor(query.cursor, 2);
+    if (!(time instanceof Date)) throw new AppError('invalid_request', 'cursor is not one this API issued');
+    after = { time, id: cursorId(id) };
+  }
+  const isAfter = (doc: LogDoc) => !after || newestFirst({ ...doc, time: after.time, _id: after.id }, doc) < 0;
+  const filter = {
+    ...scopeFilter(scope),
+    ...(query.service !== undefined && { service: query.service }),
+    ...(query.level && { level: query.level }),
+    ...(query.trace_id && { traceId: query.trace_id }),
+    ...(longest && { tokens: longest }),
+  };
+  const to = after && after.time < scope.to ? new Date(after.time.getTime() + 1) : scope.to;
+  const found: LogDoc[] = [];
+  for (const hour of hoursOf(scope.from, to).reverse()) {
+    if (found.length > query.limit) break;
+    const docs = await Log.find({ ...filter, hour }).lean<LogDoc[]>();
+    found.push(
+      ...docs
+        .filter((doc) => doc.time >= scope.from && doc.time < scope.to && isAfter(doc))
+        .filter((doc) => words.every((word) => doc.tokens.includes(word)) && hasAttributes(doc.attributes, query.attribute))
+        .sort(newestFirst),
+    );
+  }
+  const page = found.slice(0, query.limit);
+  const last = page.at(-1);
+  return {
+    data: page.map((doc) => ({
+      id: doc._id.toHexString(),
+      project_id: doc.projectId.toHexString(),
+      timestamp: doc.time.toISOString(),
+      service: doc.service,
+      level: doc.level,
+      severity_number: doc.severityNumber,
+      body: doc.body,
+      trace_id: doc.traceId,
+      span_id: doc.spanId,
+      attributes: attributesObject(doc.attributes),
+      pattern_id: doc.patternId,
+    })),
+    next_cursor: found.length > query.limit && last ? encodeCursor([last.time, last._id.toHexString()]) : null,
+  };
+}
+
+interface LogRollupDoc {
+  projectId: Types.ObjectId;
+  at: Date;
+  service: string;
+  patternId: string;
+  count: number;
+  levels: Record<string, number>;
+}
+
+/**
+ * The recurring shapes of the window's logs, most frequent first: counted from the per-minute
+ * rollups, with each pattern's template, example and first and last sighting from its registry.
+ */
+export async function listLogPatterns(scope: ViewScope, query: z.output<typeof logPatternsQuery>): Promise<{ data: z.infer<typeof logPatternJson>[]; next_cursor: string | null }> {
+  const rollups = await rollupsIn<LogRollupDoc, unknown>(LogRollup, scope, scope.from, scope.to, query.service !== undefined ? { service: query.service } : {});
+  const patterns = new Map<string, { count: number; levels: Record<string, number>; services: Set<string>; projects: Set<string> }>();
+  for (const rollup of rollups) {
+    let pattern = patterns.get(rollup.patternId);
+    if (!pattern) {
+      pattern = { count: 0, levels: {}, services: new Set(), projects: new Set() };
+      patterns.set(rollup.patternId, pattern);
+    }
+    pattern.count += rollup.count;
+    for (const [level, count] of Object.entries(rollup.levels ?? {})) pattern.levels[level] = (pattern.levels[level] ?? 0) + count;
+    pattern.services.add(rollup.service);
+    pattern.projects.add(rollup.projectId.toHexString());
+  }
+  const ranked = [...patterns].sort(([a, x], [b, y]) => y.count - x.count || a.localeCompare(b));
+  const offset = query.cursor ? Number(decodeCursor(query.cursor, 1)[0]) : 0;
+  if (!Number.isInteger(offset) || offset < 0) throw new AppError('invalid_request', 'cursor is not one this API issued');
+  const page = ranked.slice(offset, offset + query.limit);
+  const data = await Promise.all(
+    page.map(async ([patternId, pattern]) => {
+      // the registry has one document per project and pattern, each addressed by its derived _id
+      const registered = await Promise.all([...pattern.projects].map((projectId) => LogPattern.findById(contentId('log-pattern', projectId, patternId)).lean()));
+      const known = registered.filter((doc) => doc !== null);
+      const first = known.reduce<Date | undefined>((min, doc) => (!min || doc.firstSeenAt < min ? doc.firstSeenAt : min), undefined);
+      const last = known.reduce<Date | undefined>((max, doc) => (!max || doc.lastSeenAt > max ? doc.lastSeenAt : max), undefined);
+      return {
+        id: patternId,
+        template: known[0]?.pattern ?? '',
+        count: pattern.count,
+        levels: pattern.levels,
+        services: [...pattern.services].sort(),
+        example: known[0]?.example ?? null,
+        first_seen: (first ?? scope.from).toISOString(),
+        last_seen: (last ?? scope.to).toISOString(),
+      };
+    }),
+  );
+  return { data, next_cursor: offset + query.limit < ranked.length ? encodeCursor([offset + query.limit]) : null };
 }

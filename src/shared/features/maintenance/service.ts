@@ -5,7 +5,7 @@ import { Organization, Session } from '../accounts/model.js';
 import { CheckIn } from '../checkins/model.js';
 import { Feedback } from '../feedback/model.js';
 import { ErrorEvent, Issue, IssueUser } from '../issues/model.js';
-import { Log, LogPattern } from '../logs/model.js';
+import { Log, LogPattern, LogRollup } from '../logs/model.js';
 import { MetricName, MetricPoint, MetricSeries } from '../metrics/model.js';
 import { ReleaseHealth } from '../releases/model.js';
 import { Replay, ReplaySegment } from '../replays/model.js';
@@ -31,6 +31,7 @@ const expiring: [name: string, collection: mongo.Collection, timeField: string][
   ['spanRollups', SpanRollup.collection, 'at'],
   ['logs', Log.collection, 'time'],
   ['logPatterns', LogPattern.collection, 'lastSeenAt'],
+  ['logRollups', LogRollup.collection, 'at'],
   ['metricPoints', MetricPoint.collection, 'time'],
   // A series quiet for longer than retention starts over: its next cumulative point counts in full.
   ['metricSeries', MetricSeries.collection, 'lastAt'],

@@ -2,8 +2,8 @@ import { Types } from 'mongoose';
 import type { SessionRecord, Stamped } from '../../telemetry/records.js';
 import { claimBatch, contentId, upsertAll } from '../../telemetry/storage.js';
 import { ReleaseHealth } from './model.js';
+import { HOUR_MS, hourOf } from '../../telemetry/time-buckets.js';
 
-const HOUR_MS = 3_600_000;
 const outcomes = ['started', 'exited', 'errored', 'crashed', 'abnormal'] as const;
 
 interface Rollup {
@@ -23,7 +23,7 @@ export async function ingestSessions(items: Stamped<SessionRecord>[], batchId?: 
   if (batchId !== undefined && !(await claimBatch(batchId, 'sessions'))) return;
   const rollups = new Map<string, Rollup>();
   for (const { orgId, projectId, record } of items) {
-    const hour = new Date(Math.floor(record.startedMs / HOUR_MS) * HOUR_MS);
+    const hour = new Date(hourOf(record.startedMs) * HOUR_MS);
     const environment = record.environment ?? null;
     const key = JSON.stringify([projectId, record.release, environment, hour.getTime()]);
     let rollup = rollups.get(key);

@@ -2,9 +2,8 @@ import type { Types } from 'mongoose';
 import { bucketOf, incrementsOf } from '../../telemetry/histogram.js';
 import { contentId, upsertAll } from '../../telemetry/storage.js';
 import { SpanRollup, type EdgeKind, type NodeType } from './model.js';
+import { hourOf, minuteOf } from '../../telemetry/time-buckets.js';
 
-const MINUTE_MS = 60_000;
-const HOUR_MS = 3_600_000;
 
 /** One node of the service map: what a span calls, or where a consumed message came from. */
 export interface MapNode {
@@ -37,12 +36,12 @@ interface Delta {
 
 /** The rollup document an observation is counted in: its kind, project, minute and key. */
 function keyOf(observation: Observation): Record<string, unknown> {
-  const minute = Math.floor(observation.atMs / MINUTE_MS) * MINUTE_MS;
+  const minute = minuteOf(observation.atMs);
   const common = {
     orgId: observation.orgId,
     projectId: observation.projectId,
     at: new Date(minute),
-    hour: Math.floor(minute / HOUR_MS),
+    hour: hourOf(minute),
     service: observation.service,
   };
   if (!observation.edge) return { kind: 'service', ...common };

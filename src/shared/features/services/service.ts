@@ -1,15 +1,11 @@
 import type { z } from 'zod';
 import { addBuckets, percentile, type Buckets } from '../../telemetry/histogram.js';
-import { inParallel } from '../../telemetry/storage.js';
-import { scopeFilter, type ViewScope } from '../../views.js';
+import { rollupsIn, type ViewScope } from '../../views.js';
 import { cycles, entryPoints, fanLeaders, leaves, longestChain, singlePointsOfFailure, type Graph } from './graph.js';
 import { SpanRollup, type EdgeKind, type NodeType } from './model.js';
 import type { dependenciesJson, serviceJson, serviceMapJson, structureJson } from './schemas.js';
+import { MINUTE_MS } from '../../telemetry/time-buckets.js';
 
-const MINUTE_MS = 60_000;
-const HOUR_MS = 3_600_000;
-/** Hours of a window read at once. */
-const PARALLEL_HOURS = 4;
 
 interface RollupDoc {
   projectId: { toHexString(): string };
@@ -26,21 +22,7 @@ interface RollupDoc {
   latency?: Buckets;
 }
 
-/**
- * The minute rollups of a scope's window: one equality lookup per hour the window touches (FerretDB
- * can answer `hour` from an index, a range on `at` it cannot), narrowed to the window's minutes.
- */
-async function rollupsIn(scope: ViewScope, from: Date, to: Date): Promise<RollupDoc[]> {
-  const first = Math.floor(from.getTime() / HOUR_MS);
-  const last = Math.floor((to.getTime() - 1) / HOUR_MS);
-  const hours = Array.from({ length: Math.max(0, last - first + 1) }, (_, i) => first + i);
-  const found: RollupDoc[] = [];
-  await inParallel(hours, PARALLEL_HOURS, async (hour) => {
-    const docs = await SpanRollup.find({ ...scopeFilter(scope), hour }).lean<RollupDoc[]>();
-    found.push(...docs.filter((doc) => doc.at >= from && doc.at < to));
-  });
-  return found;
-}
+const spanRollupsIn = (scope: ViewScope, from: Date, to: Date) => rollupsIn<RollupDoc, unknown>(SpanRollup, scope, from, to);
 
 interface Totals {
   count: number;
@@ -126,8 +108,8 @@ const window = (scope: ViewScope) => ({ from: scope.from.toISOString(), to: scop
 export async function listServices(scope: ViewScope): Promise<{ from: string; to: string; data: z.infer<typeof serviceJson>[] }> {
   const length = scope.to.getTime() - scope.from.getTime();
   const [current, previous] = await Promise.all([
-    rollupsIn(scope, scope.from, scope.to),
-    rollupsIn(scope, new Date(scope.from.getTime() - length), scope.from),
+    spanRollupsIn(scope, scope.from, scope.to),
+    spanRollupsIn(scope, new Date(scope.from.getTime() - length), scope.from),
   ]);
   const byService = (docs: RollupDoc[]) => total(docs.filter((doc) => doc.kind === 'service'), (doc) => doc.service);
   const now = byService(current);
@@ -160,7 +142,7 @@ interface Edge {
 const nodeId = (type: NodeType, name: string) => `${type}:${name}`;
 
 async function edgesIn(scope: ViewScope): Promise<{ edges: Edge[]; services: string[] }> {
-  const docs = await rollupsIn(scope, scope.from, scope.to);
+  const docs = await spanRollupsIn(scope, scope.from, scope.to);
   const edgeDocs = docs.filter((doc) => doc.kind === 'edge');
   const key = (doc: RollupDoc) => JSON.stringify([doc.service, doc.callerType ?? 'service', doc.callee, doc.calleeType, doc.edgeKind]);
   const edges = [...total(edgeDocs, key)].map(([k, totals]) => {

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { pageQuery } from '../../paging.js';
 import { spanKinds, spanStatuses } from '../../telemetry/records.js';
-import { viewQuery } from '../../views.js';
+import { attributeFilters, viewQuery } from '../../views.js';
 
 const attributeValue = z.union([z.string(), z.number(), z.boolean(), z.array(z.unknown()), z.null()]);
 
@@ -36,11 +36,6 @@ export const traceDetailJson = z.object({
   issues: z.array(z.string()),
 });
 
-const repeatable = z
-  .union([z.string(), z.array(z.string())])
-  .optional()
-  .transform((value) => (value === undefined ? [] : Array.isArray(value) ? value : [value]));
-
 /** Filters on spans; a trace is listed when one of its spans matches all of them. */
 export const listTracesQuery = z.object({
   ...viewQuery,
@@ -53,14 +48,7 @@ export const listTracesQuery = z.object({
   min_duration_ms: z.coerce.number().nonnegative().optional(),
   http_status: z.coerce.number().int().min(100).max(599).optional(),
   /** `key:value`, repeatable: the span has that attribute with that value. */
-  attribute: repeatable.pipe(
-    z.array(
-      z
-        .string()
-        .regex(/^[^:]+:/, 'must be key:value')
-        .transform((pair) => ({ key: pair.slice(0, pair.indexOf(':')), value: pair.slice(pair.indexOf(':') + 1) })),
-    ),
-  ),
+  attribute: attributeFilters,
 });
 
 export const traceRowJson = z.object({

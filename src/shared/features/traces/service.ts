@@ -4,11 +4,12 @@ import { AppError, isDuplicateKey, notFound } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
 import { scopeFilter, type ViewScope } from '../../views.js';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
-import { attributePairs, contentId, inParallel, insertNew, oneAtATime, PARALLEL_WRITES, upsertAll, type AttributePair } from '../../telemetry/storage.js';
+import { attributePairs, attributesObject, contentId, hasAttributes, inParallel, insertNew, oneAtATime, PARALLEL_WRITES, upsertAll } from '../../telemetry/storage.js';
 import { ErrorEvent } from '../issues/model.js';
 import { directObservations, pairedObservations, pairingFacts, recordObservations, type Observation, type PendingCall, type RemoteEntry } from '../services/rollups.js';
 import { Span, Trace } from './model.js';
 import type { listTracesQuery, traceDetailJson, traceRowJson } from './schemas.js';
+import { hourOf } from '../../telemetry/time-buckets.js';
 
 function spanDoc({ orgId, projectId, record }: Stamped<SpanRecord>) {
   return {
@@ -59,7 +60,6 @@ interface TraceDelta {
   maxSpanMs: number;
 }
 
-const HOUR_MS = 3_600_000;
 /** Attribute values longer than this, and a span's attributes past this many, are not searchable in the trace list. */
 const FACET_VALUE_MAX = 200;
 const FACET_ATTRIBUTES_MAX = 64;
@@ -109,7 +109,7 @@ function traceDeltas(spans: StoredSpan[]): TraceDelta[] {
 
 function summaryUpdate(delta: TraceDelta): mongo.UpdateFilter<mongo.Document> {
   const update = {
-    $setOnInsert: { orgId: delta.orgId, projectId: delta.projectId, traceId: delta.traceId, hour: Math.floor(delta.startAt.getTime() / HOUR_MS) },
+    $setOnInsert: { orgId: delta.orgId, projectId: delta.projectId, traceId: delta.traceId, hour: hourOf(delta.startAt.getTime()) },
     $min: { startAt: delta.startAt },
     $max: { endAt: delta.endAt, maxSpanMs: delta.maxSpanMs },
     $inc: { spanCount: delta.spanCount, errorCount: delta.errorCount },
@@ -171,7 +171,6 @@ export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
 
 type SpanDoc = StoredSpan & { _id: Types.ObjectId };
 
-const attributesOf = (pairs: AttributePair[]) => Object.fromEntries(pairs.map((pair) => [pair.key, pair.value]));
 
 /** Parents before children, siblings by start; a span whose parent never arrived is shown as a root. */
 function treeOrder(spans: SpanDoc[]): { span: SpanDoc; depth: number }[] {
@@ -226,8 +225,8 @@ export async function getTrace(orgId: Types.ObjectId, traceId: string): Promise<
       status: span.status,
       status_message: span.statusMessage,
       depth,
-      attributes: attributesOf(span.attributes),
-      events: span.events.map((event) => ({ name: event.name, time: event.time.toISOString(), attributes: attributesOf(event.attributes) })),
+      attributes: attributesObject(span.attributes),
+      events: span.events.map((event) => ({ name: event.name, time: event.time.toISOString(), attributes: attributesObject(event.attributes) })),
     })),
     issues: [...new Set(events.map((event) => event.issueId.toHexString()))],
   };
@@ -269,7 +268,7 @@ function spanCriteria(query: TraceQuery) {
     (!query.status || span.status === query.status) &&
     (!query.http_status || span.http?.statusCode === query.http_status) &&
     (query.min_duration_ms === undefined || span.durationMs >= query.min_duration_ms) &&
-    query.attribute.every(({ key, value }) => span.attributes.some((pair) => pair.key === key && typeof pair.value !== 'object' && String(pair.value) === value));
+    hasAttributes(span.attributes, query.attribute);
   return { tokens, matches, oneSpanMustHoldAll: count > 1 };
 }
 
@@ -292,9 +291,9 @@ export async function listTraces(scope: ViewScope, query: TraceQuery): Promise<{
   }
   const isAfter = (doc: TraceSummaryDoc) =>
     !after || newestFirst({ ...doc, hour: after.hour, startAt: after.startAt, _id: after.id }, doc) < 0;
-  const firstHour = Math.floor(scope.from.getTime() / HOUR_MS);
+  const firstHour = hourOf(scope.from.getTime());
   // a trace's hour is that of its first spans stored; a span sent later may start it earlier
-  const lastHour = Math.min(Math.floor((scope.to.getTime() - 1) / HOUR_MS) + 1, after?.hour ?? Infinity);
+  const lastHour = Math.min(hourOf(scope.to.getTime() - 1) + 1, after?.hour ?? Infinity);
   const found: TraceSummaryDoc[] = [];
   for (let hour = lastHour; hour >= firstHour && found.length <= query.limit; hour--) {
     const docs = await Trace.find({ ...scopeFilter(scope), hour }, { calls: 0, entries: 0 }).lean<TraceSummaryDoc[]>();
