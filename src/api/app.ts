@@ -23,6 +23,7 @@ import { memberRoutes } from './routes/members.js';
 import { projectRoutes } from './routes/projects.js';
 import { settingsRoutes } from './routes/settings.js';
 import { logRoutes } from './routes/logs.js';
+import { metricRoutes } from './routes/metrics.js';
 import { serviceRoutes } from './routes/services.js';
 import { traceRoutes } from './routes/traces.js';
 import { mountRoutes, type AnyRoute } from './routing.js';
@@ -48,6 +49,7 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
     ...traceRoutes(),
     ...serviceRoutes(),
     ...logRoutes(),
+    ...metricRoutes(),
   ];
   routes.push(openApiRoute(() => routes));
 

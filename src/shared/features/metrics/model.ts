@@ -30,10 +30,13 @@ const metricPointSchema = new Schema({
   exponential: { type: Schema.Types.Mixed, default: null },
   quantiles: { type: [{ _id: false, quantile: Number, value: Number }], default: null },
   attributes: attributePairsField,
+  /** Hours since the epoch: a series is read an hour at a time, by equality. */
+  hour: { type: Number, required: true },
   source: { type: String, required: true },
 });
-// a metric's points over a time window.
-metricPointSchema.index({ projectId: 1, name: 1, time: 1 });
+// a metric's points over a time window, an hour at a time (and in order of time, on MongoDB).
+metricPointSchema.index({ projectId: 1, name: 1, hour: 1, time: 1 });
+metricPointSchema.index({ orgId: 1, name: 1, hour: 1 });
 // retention cleanup by organisation and age.
 metricPointSchema.index({ orgId: 1, time: 1 });
 
@@ -67,7 +70,11 @@ const metricNameSchema = new Schema({
   unit: { type: String, default: null },
   firstSeenAt: { type: Date, required: true },
   lastSeenAt: { type: Date, required: true },
+  /** The attribute keys its points have carried. */
+  attributeKeys: { type: [String], default: [] },
 });
+// an organisation's metric names.
+metricNameSchema.index({ orgId: 1, name: 1 });
 // one document per project and name (the upsert is by the derived _id), and the metric picker (a project's names in order).
 metricNameSchema.index({ projectId: 1, name: 1 }, { unique: true });
 // retention cleanup of names no longer reported.

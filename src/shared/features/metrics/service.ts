@@ -1,8 +1,14 @@
 import { Types, type mongo } from 'mongoose';
+import type { z } from 'zod';
+import { notFound } from '../../errors.js';
+import { decodeCursor, encodeCursor } from '../../paging.js';
 import { sha256 } from '../../secrets.js';
 import type { MetricPoint as MetricPointRecord, Stamped } from '../../telemetry/records.js';
-import { attributePairs, contentId, insertNew, updateEach, upsertAll } from '../../telemetry/storage.js';
+import { attributePairs, contentId, hasAttributes, inParallel, insertNew, updateEach, upsertAll } from '../../telemetry/storage.js';
+import { hourOf } from '../../telemetry/time-buckets.js';
+import { hoursOf, scopeFilter, type ViewScope } from '../../views.js';
 import { MetricName, MetricPoint, MetricSeries } from './model.js';
+import type { metricAggregations, metricNameJson, metricNamesQuery, metricSeriesJson, metricSeriesQuery } from './schemas.js';
 
 function pointDoc({ orgId, projectId, record }: Stamped<MetricPointRecord>) {
   const attributes = attributePairs(record.attributes);
@@ -32,6 +38,7 @@ function pointDoc({ orgId, projectId, record }: Stamped<MetricPointRecord>) {
     exponential: record.exponential ?? null,
     quantiles: record.quantiles ?? null,
     attributes,
+    hour: hourOf(record.timeMs),
     source: record.source,
   };
 }
@@ -129,6 +136,7 @@ interface NameSighting {
   unit: string | null;
   firstSeenAt: Date;
   lastSeenAt: Date;
+  attributeKeys: Set<string>;
 }
 
 function nameSightings(docs: PointDoc[]): NameSighting[] {
@@ -136,9 +144,13 @@ function nameSightings(docs: PointDoc[]): NameSighting[] {
   for (const doc of docs) {
     const key = `${doc.projectId.toHexString()}:${doc.name}`;
     const seen = sightings.get(key);
-    if (!seen) sightings.set(key, { orgId: doc.orgId, projectId: doc.projectId, name: doc.name, type: doc.type, unit: doc.unit, firstSeenAt: doc.time, lastSeenAt: doc.time });
-    else if (doc.time < seen.firstSeenAt) seen.firstSeenAt = doc.time;
-    else if (doc.time > seen.lastSeenAt) seen.lastSeenAt = doc.time;
+    const keys = doc.attributes.map((pair) => pair.key);
+    if (!seen) sightings.set(key, { orgId: doc.orgId, projectId: doc.projectId, name: doc.name, type: doc.type, unit: doc.unit, firstSeenAt: doc.time, lastSeenAt: doc.time, attributeKeys: new Set(keys) });
+    else {
+      if (doc.time < seen.firstSeenAt) seen.firstSeenAt = doc.time;
+      if (doc.time > seen.lastSeenAt) seen.lastSeenAt = doc.time;
+      for (const attributeKey of keys) seen.attributeKeys.add(attributeKey);
+    }
   }
   return [...sightings.values()];
 }
@@ -164,9 +176,134 @@ export async function ingestMetricPoints(items: Stamped<MetricPointRecord>[]): P
           $set: { type: sighting.type, unit: sighting.unit },
           $min: { firstSeenAt: sighting.firstSeenAt },
           $max: { lastSeenAt: sighting.lastSeenAt },
+          $addToSet: { attributeKeys: { $each: [...sighting.attributeKeys] } },
         },
         upsert: true,
       },
     })),
   );
+}
+
+/** The window's metric names (reported in it), by name; one entry per name across the scope's projects. */
+export async function listMetricNames(scope: ViewScope, query: z.output<typeof metricNamesQuery>): Promise<{ data: z.infer<typeof metricNameJson>[]; next_cursor: string | null }> {
+  const docs = await MetricName.find(scopeFilter(scope)).lean();
+  const byName = new Map<string, z.infer<typeof metricNameJson>>();
+  for (const doc of docs.filter((name) => name.lastSeenAt >= scope.from && name.firstSeenAt < scope.to)) {
+    const seen = byName.get(doc.name);
+    const keys = new Set([...(seen?.attribute_keys ?? []), ...(doc.attributeKeys ?? [])]);
+    byName.set(doc.name, {
+      name: doc.name,
+      type: doc.type,
+      unit: doc.unit ?? null,
+      attribute_keys: [...keys].sort(),
+      project_ids: [...(seen?.project_ids ?? []), doc.projectId.toHexString()].sort(),
+      first_seen: seen && seen.first_seen < doc.firstSeenAt.toISOString() ? seen.first_seen : doc.firstSeenAt.toISOString(),
+      last_seen: seen && seen.last_seen > doc.lastSeenAt.toISOString() ? seen.last_seen : doc.lastSeenAt.toISOString(),
+    });
+  }
+  const sorted = [...byName.values()].sort((a, b) => a.name.localeCompare(b.name));
+  const start = query.cursor ? sorted.findIndex((name) => name.name > String(decodeCursor(query.cursor!, 1)[0])) : 0;
+  const page = start < 0 ? [] : sorted.slice(start, start + query.limit);
+  const more = start >= 0 && start + query.limit < sorted.length;
+  return { data: page, next_cursor: more ? encodeCursor([page.at(-1)!.name]) : null };
+}
+
+type StoredPoint = PointDoc & { _id: Types.ObjectId };
+
+/**
+ * The quantile q of explicit-bounds histogram buckets: the bucket holding the rank, interpolated
+ * linearly within it (the first bucket from 0 or its upper bound, the last reported as its lower bound).
+ */
+export function histogramQuantile(bounds: number[], counts: number[], q: number): number | null {
+  const total = counts.reduce((sum, count) => sum + count, 0);
+  if (total === 0) return null;
+  const rank = q * total;
+  let seen = 0;
+  for (let i = 0; i < counts.length; i++) {
+    const count = counts[i]!;
+    if (seen + count >= rank && count > 0) {
+      if (i === counts.length - 1) return bounds.at(-1) ?? null;
+      const upper = bounds[i]!;
+      const lower = i === 0 ? Math.min(0, upper) : bounds[i - 1]!;
+      return lower + ((upper - lower) * (rank - seen)) / count;
+    }
+    seen += count;
+  }
+  return bounds.at(-1) ?? null;
+}
+
+const isDistribution = (point: StoredPoint) => point.type === 'histogram' || point.type === 'exponential_histogram' || point.type === 'summary';
+
+/** One step's value of the given points. */
+function aggregate(points: StoredPoint[], aggregation: (typeof metricAggregations)[number], stepSeconds: number): number | null {
+  const values = points.map((point) => point.value).filter((value): value is number => value !== null);
+  const distributions = points.filter(isDistribution);
+  const total = (field: 'count' | 'sum') => distributions.reduce((sum, point) => sum + (point[field] ?? 0), 0);
+  switch (aggregation) {
+    case 'sum':
+      return distributions.length > 0 ? total('sum') : values.reduce((sum, value) => sum + value, 0);
+    case 'count':
+      return distributions.length > 0 ? total('count') : values.length;
+    case 'avg':
+      if (distributions.length > 0) return total('count') > 0 ? total('sum') / total('count') : null;
+      return values.length > 0 ? values.reduce((sum, value) => sum + value, 0) / values.length : null;
+    case 'min':
+    case 'max': {
+      const candidates = distributions.length > 0 ? distributions.map((point) => point[aggregation]).filter((value): value is number => value !== null) : values;
+      if (candidates.length === 0) return null;
+      return aggregation === 'min' ? Math.min(...candidates) : Math.max(...candidates);
+    }
+    case 'rate':
+      return (distributions.length > 0 ? total('count') : values.reduce((sum, value) => sum + value, 0)) / stepSeconds;
+    default: {
+      // percentiles, from the explicit-bounds histograms of one layout (the first point's)
+      const layout = distributions.find((point) => point.bucketCounts && point.explicitBounds);
+      if (!layout) return null;
+      const bounds = layout.explicitBounds!;
+      const counts = bounds.map(() => 0).concat(0);
+      for (const point of distributions) {
+        if (JSON.stringify(point.explicitBounds) !== JSON.stringify(bounds)) continue;
+        point.bucketCounts!.forEach((count, index) => (counts[index] = (counts[index] ?? 0) + count));
+      }
+      return histogramQuantile(bounds, counts, Number(aggregation.slice(1)) / 100);
+    }
+  }
+}
+
+/** The default aggregation of a type: what its points mean when added up per step. */
+const defaultAggregation = (type: string) => (type === 'gauge' ? 'avg' : type === 'histogram' || type === 'exponential_histogram' || type === 'summary' ? 'p95' : 'sum');
+
+/**
+ * Points of a named metric, every series matching the filters combined, one per step. Read an hour
+ * at a time by equality on the name and the hour; cumulative counters were stored as deltas, so
+ * `sum` is the increase over a step and `rate` that increase per second.
+ */
+export async function metricSeries(scope: ViewScope, query: z.output<typeof metricSeriesQuery>): Promise<z.infer<typeof metricSeriesJson>> {
+  const windowMs = scope.to.getTime() - scope.from.getTime();
+  const stepMs = (query.step ?? Math.max(60, Math.ceil(windowMs / 120 / 60_000) * 60)) * 1000;
+  const points: StoredPoint[] = [];
+  await inParallel(hoursOf(scope.from, scope.to), 4, async (hour) => {
+    const docs = await MetricPoint.find({ ...scopeFilter(scope), name: query.name, hour, ...(query.service !== undefined && { service: query.service }) }).lean<StoredPoint[]>();
+    points.push(...docs.filter((point) => point.time >= scope.from && point.time < scope.to && hasAttributes(point.attributes, query.attribute)));
+  });
+  const registered = await MetricName.findOne({ ...scopeFilter(scope), name: query.name }).lean();
+  if (!registered) throw notFound('metric');
+  const aggregation = query.aggregation ?? defaultAggregation(registered.type);
+  const steps = new Map<number, StoredPoint[]>();
+  for (const point of points) {
+    const t = scope.from.getTime() + Math.floor((point.time.getTime() - scope.from.getTime()) / stepMs) * stepMs;
+    steps.set(t, [...(steps.get(t) ?? []), point]);
+  }
+  return {
+    name: query.name,
+    type: registered.type,
+    unit: registered.unit ?? null,
+    aggregation,
+    step: stepMs / 1000,
+    from: scope.from.toISOString(),
+    to: scope.to.toISOString(),
+    points: [...steps]
+      .sort(([a], [b]) => a - b)
+      .map(([t, ofStep]) => ({ t: new Date(t).toISOString(), value: aggregate(ofStep, aggregation, stepMs / 1000) })),
+  };
 }
