@@ -7,8 +7,9 @@
  * - the store rate: records per second from the first request of a fixed probe load (BENCH_PROBE
  *   records) until the workers have stored all of it;
  * - the workers' batch time p50/p95 during that probe (BullMQ's processedOn → finishedOn);
- * - p50/p95 latency of five reads through the API: the issue list, one issue, the events of an
- *   issue, one trace with its spans, and the end-user list.
+ * - p50/p95 latency of reads through the API: the issue list, one issue, the events of an
+ *   issue, one trace with its spans, the end-user list, the trace list, the services, the service
+ *   map, a log search and the log patterns.
  *
  * Backends (BENCH_BACKENDS): `sqlite` and `postgresql` are FerretDB on that backend as it comes;
  * `postgresql+gin` adds the GIN expression indexes and the table upkeep of
@@ -261,6 +262,11 @@ async function timeReads(service: Service, target: Target): Promise<Record<strin
     'events of an issue': (i) => `/v1/issues/${pick(issues, i).id}/events?limit=50`,
     'one trace': (i) => `/v1/traces/${pick(recentTraces, i)}`,
     'user list': () => `/v1/users?project=${target.projectId}&limit=50`,
+    'trace list': () => `/v1/traces?project=${target.projectId}&limit=50`,
+    services: () => `/v1/services?project=${target.projectId}`,
+    'service map': () => `/v1/services/map?project=${target.projectId}`,
+    'log search': (i) => `/v1/logs?project=${target.projectId}&q=took%20${(i * 37) % 977}&limit=50`,
+    'log patterns': () => `/v1/logs/patterns?project=${target.projectId}`,
   };
   const figures: Record<string, { p50: number; p95: number }> = {};
   for (const [name, path] of Object.entries(reads)) {
@@ -347,7 +353,7 @@ async function benchBackend(backend: string): Promise<BackendResult> {
 }
 
 function table(results: BackendResult[]): string {
-  const readNames = ['issue list', 'one issue', 'events of an issue', 'one trace', 'user list'];
+  const readNames = ['issue list', 'one issue', 'events of an issue', 'one trace', 'user list', 'trace list', 'services', 'service map', 'log search', 'log patterns'];
   const ms = (value: number) => (Number.isNaN(value) ? '–' : value < 10 ? value.toFixed(1) : Math.round(value).toString());
   const lines = [
     `| backend | records | store rate (records/s) | batch p50 / p95 (ms) | ${readNames.map((name) => `${name} p50 / p95 (ms)`).join(' | ')} |`,

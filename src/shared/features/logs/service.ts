@@ -144,12 +144,13 @@ const newestFirst = (a: LogDoc, b: LogDoc) => b.time.getTime() - a.time.getTime(
 /**
  * Log lines matching every filter, newest first. The window is read an hour at a time, newest first,
  * until the page is full; each hour is one lookup by equality on the hour and on the filters
- * FerretDB can hand to an index (service, level, trace, and the longest word of `q`), and the rest
+ * FerretDB can hand to an index (service, level, trace, and one word of `q`), and the rest
  * (the other words, attributes, the window's edges) is checked on what that lookup returns.
  */
 export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<{ data: z.infer<typeof logLineJson>[]; next_cursor: string | null }> {
   const words = logTokens(query.q ?? '');
-  const longest = [...words].sort((a, b) => b.length - a.length)[0];
+  // the word looked up by index: numbers and ids are rarer than words, longer words than shorter
+  const selective = [...words].sort((a, b) => Number(/\d/.test(b)) - Number(/\d/.test(a)) || b.length - a.length)[0];
   let after: { time: Date; id: Types.ObjectId } | undefined;
   if (query.cursor) {
     const [time, id] = decodeCursor(query.cursor, 2);
@@ -162,7 +163,7 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
     ...(query.service !== undefined && { service: query.service }),
     ...(query.level && { level: query.level }),
     ...(query.trace_id && { traceId: query.trace_id }),
-    ...(longest && { tokens: longest }),
+    ...(selective && { tokens: selective }),
   };
   const to = after && after.time < scope.to ? new Date(after.time.getTime() + 1) : scope.to;
   const found: LogDoc[] = [];
