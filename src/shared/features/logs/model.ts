@@ -22,14 +22,14 @@ const logSchema = new Schema({
   patternId: { type: String, required: true },
   /** Lower-cased words of the body (see logTokens): log search without text indexes. */
   tokens: { type: [String], default: [] },
-  /** Hours since the epoch: log search reads a window an hour at a time, by equality. */
-  hour: { type: Number, required: true },
+  /** Minutes since the epoch: log search reads a window a minute at a time, by equality. */
+  minute: { type: Number, required: true },
   source: { type: String, required: true },
 });
-// log search: an hour of a project's (or an organisation's) logs, narrowed by a word of the query
+// log search: a minute of a project's (or an organisation's) logs, narrowed by a word of the query
 // (multikey: every word must be among a log's tokens), a service, a level or a trace.
-logSchema.index({ projectId: 1, hour: 1, tokens: 1 });
-logSchema.index({ orgId: 1, hour: 1, service: 1, level: 1 });
+logSchema.index({ projectId: 1, minute: 1, tokens: 1 });
+logSchema.index({ orgId: 1, minute: 1, service: 1, level: 1 });
 // the log stream, newest first, keyset-paged.
 logSchema.index({ projectId: 1, time: -1, _id: -1 });
 // a trace's logs beside its spans.
@@ -56,7 +56,8 @@ logPatternSchema.index({ orgId: 1, lastSeenAt: 1 });
 
 /**
  * Log volume per minute, per project, service and pattern, with a count per level: what the pattern
- * and surge views read instead of raw logs. `_id` derived from the key; `hour` as in Log.
+ * and surge views read instead of raw logs. `_id` derived from the key; `hour` is the minute's
+ * hour since the epoch, by which a window's rollups are read.
  */
 const logRollupSchema = new Schema({
   _id: { type: Schema.Types.ObjectId, required: true },

@@ -5,11 +5,11 @@ import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
 import { sha256 } from '../../secrets.js';
 import type { LogRecord, Stamped } from '../../telemetry/records.js';
 import { attributePairs, attributesObject, contentId, hasAttributes, insertNew, upsertAll } from '../../telemetry/storage.js';
-import { hoursOf, rollupsIn, scopeFilter, type ViewScope } from '../../views.js';
+import { newestMinutesFirst, rollupsIn, scopeFilter, type ViewScope } from '../../views.js';
 import { normalizeMessage } from '../issues/grouping.js';
 import { Log, LogPattern, LogRollup } from './model.js';
 import type { logLineJson, logPatternJson, logPatternsQuery, searchLogsQuery } from './schemas.js';
-import { hourOf, minuteOf } from '../../telemetry/time-buckets.js';
+import { epochMinuteOf, hourOf, minuteOf } from '../../telemetry/time-buckets.js';
 
 
 /** Bounds on a log's token array, which is indexed: enough words to find a line, not a whole payload. */
@@ -55,7 +55,7 @@ function logDoc({ orgId, projectId, record }: Stamped<LogRecord>, patternId: str
     release: record.release ?? null,
     patternId,
     tokens: logTokens(record.body),
-    hour: hourOf(record.timeMs),
+    minute: epochMinuteOf(record.timeMs),
     source: record.source,
   };
 }
@@ -80,7 +80,7 @@ function rollupUpdates(logs: StoredLog[]) {
     const id = contentId('log-rollup', log.projectId.toHexString(), at, log.service, log.patternId).toHexString();
     let rollup = rollups.get(id);
     if (!rollup) {
-      rollup = { key: { orgId: log.orgId, projectId: log.projectId, at, hour: log.hour, service: log.service, patternId: log.patternId }, count: 0, levels: {} };
+      rollup = { key: { orgId: log.orgId, projectId: log.projectId, at, hour: hourOf(log.time.getTime()), service: log.service, patternId: log.patternId }, count: 0, levels: {} };
       rollups.set(id, rollup);
     }
     rollup.count += 1;
@@ -142,8 +142,8 @@ interface LogDoc extends StoredLog {
 const newestFirst = (a: LogDoc, b: LogDoc) => b.time.getTime() - a.time.getTime() || b._id.toHexString().localeCompare(a._id.toHexString());
 
 /**
- * Log lines matching every filter, newest first. The window is read an hour at a time, newest first,
- * until the page is full; each hour is one lookup by equality on the hour and on the filters
+ * Log lines matching every filter, newest first. The window is read a minute at a time, newest
+ * first, until the page is full; each minute is one lookup by equality on the minute and on the filters
  * FerretDB can hand to an index (service, level, trace, and one word of `q`), and the rest
  * (the other words, attributes, the window's edges) is checked on what that lookup returns.
  */
@@ -167,16 +167,19 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
   };
   const to = after && after.time < scope.to ? new Date(after.time.getTime() + 1) : scope.to;
   const found: LogDoc[] = [];
-  for (const hour of hoursOf(scope.from, to).reverse()) {
-    if (found.length > query.limit) break;
-    const docs = await Log.find({ ...filter, hour }).lean<LogDoc[]>();
-    found.push(
-      ...docs
+  await newestMinutesFirst(
+    epochMinuteOf(scope.from.getTime()),
+    epochMinuteOf(to.getTime() - 1),
+    async (minute) =>
+      (await Log.find({ ...filter, minute }).lean<LogDoc[]>())
         .filter((doc) => doc.time >= scope.from && doc.time < scope.to && isAfter(doc))
         .filter((doc) => words.every((word) => doc.tokens.includes(word)) && hasAttributes(doc.attributes, query.attribute))
         .sort(newestFirst),
-    );
-  }
+    (docs) => {
+      found.push(...docs);
+    },
+    () => found.length > query.limit,
+  );
   const page = found.slice(0, query.limit);
   const last = page.at(-1);
   return {

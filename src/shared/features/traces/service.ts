@@ -2,14 +2,14 @@ import { Types, type mongo } from 'mongoose';
 import type { z } from 'zod';
 import { AppError, isDuplicateKey, notFound } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
-import { scopeFilter, type ViewScope } from '../../views.js';
+import { newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
 import { attributePairs, attributesObject, contentId, hasAttributes, inParallel, insertNew, oneAtATime, PARALLEL_WRITES, upsertAll } from '../../telemetry/storage.js';
 import { ErrorEvent } from '../issues/model.js';
 import { directObservations, pairedObservations, pairingFacts, recordObservations, type Observation, type PendingCall, type RemoteEntry } from '../services/rollups.js';
 import { Span, Trace } from './model.js';
 import type { listTracesQuery, traceDetailJson, traceRowJson } from './schemas.js';
-import { hourOf } from '../../telemetry/time-buckets.js';
+import { epochMinuteOf } from '../../telemetry/time-buckets.js';
 
 function spanDoc({ orgId, projectId, record }: Stamped<SpanRecord>) {
   return {
@@ -63,6 +63,8 @@ interface TraceDelta {
 /** Attribute values longer than this, and a span's attributes past this many, are not searchable in the trace list. */
 const FACET_VALUE_MAX = 200;
 const FACET_ATTRIBUTES_MAX = 64;
+/** Tokens one batch adds to a trace's facets at most: the spans' own fields first, then attributes. */
+const FACETS_PER_BATCH_MAX = 512;
 
 /** A span's own values that the trace list filters on, as `field=value` tokens. */
 function facetsOf(span: StoredSpan): string[] {
@@ -101,7 +103,12 @@ function traceDeltas(spans: StoredSpan[]): TraceDelta[] {
       services: new Set(ofTrace.map((span) => span.service)),
       root: root && { rootName: root.name, rootService: root.service },
       pairing: pairingFacts(ofTrace),
-      facets: new Set(ofTrace.flatMap(facetsOf)),
+      facets: new Set(
+        ofTrace
+          .flatMap(facetsOf)
+          .sort((a, b) => Number(a.startsWith('attr=')) - Number(b.startsWith('attr=')))
+          .slice(0, FACETS_PER_BATCH_MAX),
+      ),
       maxSpanMs: Math.max(...ofTrace.map((span) => span.durationMs)),
     };
   });
@@ -109,7 +116,7 @@ function traceDeltas(spans: StoredSpan[]): TraceDelta[] {
 
 function summaryUpdate(delta: TraceDelta): mongo.UpdateFilter<mongo.Document> {
   const update = {
-    $setOnInsert: { orgId: delta.orgId, projectId: delta.projectId, traceId: delta.traceId, hour: hourOf(delta.startAt.getTime()) },
+    $setOnInsert: { orgId: delta.orgId, projectId: delta.projectId, traceId: delta.traceId, minute: epochMinuteOf(delta.startAt.getTime()) },
     $min: { startAt: delta.startAt },
     $max: { endAt: delta.endAt, maxSpanMs: delta.maxSpanMs },
     $inc: { spanCount: delta.spanCount, errorCount: delta.errorCount },
@@ -238,7 +245,7 @@ interface TraceSummaryDoc {
   _id: Types.ObjectId;
   projectId: Types.ObjectId;
   traceId: string;
-  hour: number;
+  minute: number;
   startAt: Date;
   endAt: Date;
   spanCount: number;
@@ -272,44 +279,48 @@ function spanCriteria(query: TraceQuery) {
   return { tokens, matches, oneSpanMustHoldAll: count > 1 };
 }
 
-const newestFirst = (a: TraceSummaryDoc, b: TraceSummaryDoc) => b.hour - a.hour || b.startAt.getTime() - a.startAt.getTime() || b._id.toHexString().localeCompare(a._id.toHexString());
+const newestFirst = (a: TraceSummaryDoc, b: TraceSummaryDoc) => b.minute - a.minute || b.startAt.getTime() - a.startAt.getTime() || b._id.toHexString().localeCompare(a._id.toHexString());
 
 /**
- * Traces with at least one span matching every filter, newest first (by the hour a trace was first
- * seen, then by its start). The window is read an hour at a time, newest first, from the trace
- * summaries, whose facets say which values some span of the trace has; when several filters are
- * given, a candidate's spans are read to check that one span holds them all. Its cost follows the
- * traces in the hours read, not the spans stored.
+ * Traces with at least one span matching every filter, newest first (by the minute a trace was
+ * first seen, then by its start). The window is read a minute at a time, newest first, from the
+ * trace summaries, whose facets say which values some span of the trace has; when several filters
+ * are given, a candidate's spans are read to check that one span holds them all. Its cost follows
+ * the traces in the minutes read, not the spans stored.
  */
 export async function listTraces(scope: ViewScope, query: TraceQuery): Promise<{ data: z.infer<typeof traceRowJson>[]; next_cursor: string | null }> {
   const criteria = spanCriteria(query);
-  let after: { hour: number; startAt: Date; id: Types.ObjectId } | undefined;
+  let after: { minute: number; startAt: Date; id: Types.ObjectId } | undefined;
   if (query.cursor) {
-    const [hour, startAt, id] = decodeCursor(query.cursor, 3);
-    if (!Number.isInteger(hour) || !(startAt instanceof Date)) throw new AppError('invalid_request', 'cursor is not one this API issued');
-    after = { hour: hour as number, startAt, id: cursorId(id) };
+    const [minute, startAt, id] = decodeCursor(query.cursor, 3);
+    if (!Number.isInteger(minute) || !(startAt instanceof Date)) throw new AppError('invalid_request', 'cursor is not one this API issued');
+    after = { minute: minute as number, startAt, id: cursorId(id) };
   }
-  const isAfter = (doc: TraceSummaryDoc) =>
-    !after || newestFirst({ ...doc, hour: after.hour, startAt: after.startAt, _id: after.id }, doc) < 0;
-  const firstHour = hourOf(scope.from.getTime());
-  // a trace's hour is that of its first spans stored; a span sent later may start it earlier
-  const lastHour = Math.min(hourOf(scope.to.getTime() - 1) + 1, after?.hour ?? Infinity);
+  const isAfter = (doc: TraceSummaryDoc) => !after || newestFirst({ ...doc, minute: after.minute, startAt: after.startAt, _id: after.id }, doc) < 0;
+  // a trace's minute is that of its first spans stored; a span sent later may start it a little earlier
+  const lastMinute = Math.min(epochMinuteOf(scope.to.getTime() - 1) + 1, after?.minute ?? Infinity);
   const found: TraceSummaryDoc[] = [];
-  for (let hour = lastHour; hour >= firstHour && found.length <= query.limit; hour--) {
-    const docs = await Trace.find({ ...scopeFilter(scope), hour }, { calls: 0, entries: 0 }).lean<TraceSummaryDoc[]>();
-    const candidates = docs
-      .filter((doc) => doc.startAt >= scope.from && doc.startAt < scope.to && isAfter(doc))
-      .filter((doc) => criteria.tokens.every((token) => doc.facets.includes(token)) && (query.min_duration_ms === undefined || doc.maxSpanMs >= query.min_duration_ms))
-      .sort(newestFirst);
-    for (const doc of candidates) {
-      if (found.length > query.limit) break;
-      if (criteria.oneSpanMustHoldAll) {
-        const spans = await Span.find({ orgId: scope.orgId, traceId: doc.traceId, projectId: doc.projectId }).lean<SpanDoc[]>();
-        if (!spans.some(criteria.matches)) continue;
+  const full = () => found.length > query.limit;
+  await newestMinutesFirst(
+    epochMinuteOf(scope.from.getTime()),
+    lastMinute,
+    async (minute) =>
+      (await Trace.find({ ...scopeFilter(scope), minute }, { calls: 0, entries: 0 }).lean<TraceSummaryDoc[]>())
+        .filter((doc) => doc.startAt >= scope.from && doc.startAt < scope.to && isAfter(doc))
+        .filter((doc) => criteria.tokens.every((token) => doc.facets.includes(token)) && (query.min_duration_ms === undefined || doc.maxSpanMs >= query.min_duration_ms))
+        .sort(newestFirst),
+    async (candidates) => {
+      for (const doc of candidates) {
+        if (full()) return;
+        if (criteria.oneSpanMustHoldAll) {
+          const spans = await Span.find({ orgId: scope.orgId, traceId: doc.traceId, projectId: doc.projectId }).lean<SpanDoc[]>();
+          if (!spans.some(criteria.matches)) continue;
+        }
+        found.push(doc);
       }
-      found.push(doc);
-    }
-  }
+    },
+    full,
+  );
   const page = found.slice(0, query.limit);
   const last = page.at(-1);
   return {
@@ -324,6 +335,6 @@ export async function listTraces(scope: ViewScope, query: TraceQuery): Promise<{
       error_count: doc.errorCount,
       services: [...doc.services].sort(),
     })),
-    next_cursor: found.length > query.limit && last ? encodeCursor([last.hour, last.startAt, last._id.toHexString()]) : null,
+    next_cursor: found.length > query.limit && last ? encodeCursor([last.minute, last.startAt, last._id.toHexString()]) : null,
   };
 }
