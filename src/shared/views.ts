@@ -95,29 +95,31 @@ export function hoursOf(from: Date, to: Date): number[] {
 /** Minutes read at once, at most, while the minutes read hold nothing. */
 const MAX_MINUTES_AT_ONCE = 16;
 
+/** The minutes since the epoch from `last` down to `first`. */
+export const minutesDown = (first: number, last: number) => Array.from({ length: Math.max(0, last - first + 1) }, (_, i) => last - i);
+
 /**
- * Reads raw documents bucketed by minute, newest first, from minute `last` down to `first`: `read`
- * gives one minute's documents (newest first), `take` is handed them in order until `full()`. While
+ * Reads raw documents bucketed by minute, in the order of `minutes` (newest first): `read` gives
+ * one minute's documents (newest first), `take` is handed them in order until `full()`. While
  * the minutes read hold nothing, the next round reads twice as many at once (up to 16), so a sparse
  * window takes few rounds and a busy one reads little beyond what the page needs.
  */
 export async function newestMinutesFirst<T>(
-  first: number,
-  last: number,
+  minutes: number[],
   read: (minute: number) => Promise<T[]>,
   take: (docs: T[]) => Promise<void> | void,
   full: () => boolean,
 ): Promise<void> {
   let width = 1;
-  for (let minute = last; minute >= first && !full(); ) {
-    const minutes = Array.from({ length: Math.min(width, minute - first + 1) }, (_, i) => minute - i);
-    const found = await Promise.all(minutes.map(read));
+  for (let next = 0; next < minutes.length && !full(); ) {
+    const round = minutes.slice(next, next + width);
+    const found = await Promise.all(round.map(read));
     for (const docs of found) {
       if (full()) return;
       await take(docs);
     }
     width = found.every((docs) => docs.length === 0) ? Math.min(width * 2, MAX_MINUTES_AT_ONCE) : 1;
-    minute -= minutes.length;
+    next += round.length;
   }
 }
 

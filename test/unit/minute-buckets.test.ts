@@ -1,12 +1,11 @@
-import { newestMinutesFirst } from '../../src/shared/views.js';
+import { minutesDown, newestMinutesFirst } from '../../src/shared/views.js';
 
 /** Minutes 0..99 where only the listed ones hold documents (named after their minute). */
 async function readBack(filled: number[], limit: number) {
   const reads: number[] = [];
   const found: string[] = [];
   await newestMinutesFirst(
-    0,
-    99,
+    minutesDown(0, 99),
     async (minute) => {
       reads.push(minute);
       return filled.includes(minute) ? [`${minute}a`, `${minute}b`] : [];

@@ -133,6 +133,15 @@ export async function ingestLogs(items: Stamped<LogRecord>[]): Promise<void> {
   await upsertAll(LogRollup.collection, rollupUpdates(inserted));
 }
 
+interface LogRollupDoc {
+  projectId: Types.ObjectId;
+  at: Date;
+  service: string;
+  patternId: string;
+  count: number;
+  levels: Record<string, number>;
+}
+
 type SearchQuery = z.output<typeof searchLogsQuery>;
 
 interface LogDoc extends StoredLog {
@@ -142,8 +151,9 @@ interface LogDoc extends StoredLog {
 const newestFirst = (a: LogDoc, b: LogDoc) => b.time.getTime() - a.time.getTime() || b._id.toHexString().localeCompare(a._id.toHexString());
 
 /**
- * Log lines matching every filter, newest first. The window is read a minute at a time, newest
- * first, until the page is full; each minute is one lookup by equality on the minute and on the filters
+ * Log lines matching every filter, newest first. The window's minutes that hold logs (the log
+ * rollups say which) are read one at a time, newest first, until the page is full; each minute is
+ * one lookup by equality on the minute and on the filters
  * FerretDB can hand to an index (service, level, trace, and one word of `q`), and the rest
  * (the other words, attributes, the window's edges) is checked on what that lookup returns.
  */
@@ -167,9 +177,11 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
   };
   const to = after && after.time < scope.to ? new Date(after.time.getTime() + 1) : scope.to;
   const found: LogDoc[] = [];
+  // the minutes that hold any of the scope's logs (of the service), from the rollups: empty ones are never read
+  const rollups = await rollupsIn<LogRollupDoc, unknown>(LogRollup, scope, scope.from, to, query.service !== undefined ? { service: query.service } : {});
+  const minutes = [...new Set(rollups.map((rollup) => epochMinuteOf(rollup.at.getTime())))].sort((a, b) => b - a);
   await newestMinutesFirst(
-    epochMinuteOf(scope.from.getTime()),
-    epochMinuteOf(to.getTime() - 1),
+    minutes,
     async (minute) =>
       (await Log.find({ ...filter, minute }).lean<LogDoc[]>())
         .filter((doc) => doc.time >= scope.from && doc.time < scope.to && isAfter(doc))
@@ -200,14 +212,6 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
   };
 }
 
-interface LogRollupDoc {
-  projectId: Types.ObjectId;
-  at: Date;
-  service: string;
-  patternId: string;
-  count: number;
-  levels: Record<string, number>;
-}
 
 /**
  * The recurring shapes of the window's logs, most frequent first: counted from the per-minute
