@@ -23,8 +23,7 @@ const instant = z
   })
   .meta({ description: 'ISO-8601 time or epoch milliseconds' });
 
-/** `key:value` pairs of a repeatable query parameter. */
-/** Matched against span or log attributes, values compared as text. */
+/** `key:value` pairs of a repeatable query parameter, matched against span, log or point attributes as text. */
 export const attributeFilters = z
   .union([z.string(), z.array(z.string())])
   .optional()
@@ -86,7 +85,7 @@ export function scopeFilter(scope: ViewScope): { orgId: Types.ObjectId; projectI
 }
 
 /** The hours since the epoch that the window [from, to) touches. */
-export function hoursOf(from: Date, to: Date): number[] {
+function hoursOf(from: Date, to: Date): number[] {
   const first = hourOf(from.getTime());
   const last = hourOf(to.getTime() - 1);
   return Array.from({ length: Math.max(0, last - first + 1) }, (_, i) => first + i);
@@ -124,14 +123,22 @@ export async function newestMinutesFirst<T>(
 }
 
 /**
- * A scope's per-minute rollups whose minute (`at`) starts in [from, to): one equality lookup per
- * hour the window touches (FerretDB answers `hour` from an index, a range on `at` it cannot).
+ * A scope's documents bucketed by `hour` whose time (`timeOf`, by default a rollup's minute `at`)
+ * is in [from, to): one equality lookup per hour the window touches (FerretDB answers `hour` from
+ * an index, a range on a date it cannot).
  */
-export async function rollupsIn<T extends { at: Date }, D>(model: Model<D>, scope: ViewScope, from: Date, to: Date, filter: Record<string, unknown> = {}): Promise<T[]> {
+export async function inWindowByHour<T extends object, D>(
+  model: Model<D>,
+  scope: ViewScope,
+  from: Date,
+  to: Date,
+  filter: Record<string, unknown> = {},
+  timeOf: (doc: T) => Date = (doc) => (doc as { at: Date }).at,
+): Promise<T[]> {
   const found: T[] = [];
   await inParallel(hoursOf(from, to), PARALLEL_HOURS, async (hour) => {
     const docs = await model.find({ ...scopeFilter(scope), ...filter, hour } as Record<string, unknown>).lean<T[]>();
-    found.push(...docs.filter((doc) => doc.at >= from && doc.at < to));
+    found.push(...docs.filter((doc) => timeOf(doc) >= from && timeOf(doc) < to));
   });
   return found;
 }

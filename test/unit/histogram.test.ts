@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { addBuckets, bucketOf, bucketsOf, incrementsOf, percentile, RELATIVE_ERROR, representative } from '../../src/shared/telemetry/histogram.js';
+import { addBuckets, bucketOf, bucketsOf, percentile, RELATIVE_ERROR, representative } from '../../src/shared/telemetry/histogram.js';
+import { incrementsOf } from '../../src/shared/telemetry/storage.js';
 
 /** The nearest-rank percentile of the raw values, the figure the histogram approximates. */
 function exactPercentile(values: number[], p: number): number {

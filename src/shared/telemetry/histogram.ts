@@ -68,8 +68,3 @@ export function percentile(buckets: Buckets, p: number): number | null {
   }
   return representative(entries.at(-1)![0]);
 }
-
-/** The `$inc` fields of a rollup update that count these buckets under `field`. */
-export function incrementsOf(field: string, buckets: Buckets): Record<string, number> {
-  return Object.fromEntries(Object.entries(buckets).map(([bucket, count]) => [`${field}.${bucket}`, count]));
-}

@@ -27,6 +27,11 @@ export const attributesObject = (pairs: AttributePair[]) => Object.fromEntries(p
 export const hasAttributes = (pairs: { key: string; value: unknown }[], filters: { key: string; value: string }[]) =>
   filters.every(({ key, value }) => pairs.some((pair) => pair.key === key && typeof pair.value !== 'object' && String(pair.value) === value));
 
+/** The `$inc` fields of a rollup update that add these counts under `field` (`field.key`). */
+export function incrementsOf(field: string, counts: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(counts).map(([key, count]) => [`${field}.${key}`, count]));
+}
+
 /** The schema path of such pairs. */
 export const attributePairsField = { type: [{ _id: false, key: String, value: Schema.Types.Mixed }], default: [] };
 

@@ -4,13 +4,12 @@ import { AppError } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
 import { sha256 } from '../../secrets.js';
 import type { LogRecord, Stamped } from '../../telemetry/records.js';
-import { attributePairs, attributesObject, contentId, hasAttributes, insertNew, upsertAll } from '../../telemetry/storage.js';
-import { newestMinutesFirst, rollupsIn, scopeFilter, type ViewScope } from '../../views.js';
+import { attributePairs, attributesObject, contentId, hasAttributes, incrementsOf, insertNew, upsertAll } from '../../telemetry/storage.js';
+import { epochMinuteOf, hourOf, minuteOf } from '../../telemetry/time-buckets.js';
+import { inWindowByHour, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
 import { normalizeMessage } from '../issues/grouping.js';
 import { Log, LogPattern, LogRollup } from './model.js';
 import type { logLineJson, logPatternJson, logPatternsQuery, searchLogsQuery } from './schemas.js';
-import { epochMinuteOf, hourOf, minuteOf } from '../../telemetry/time-buckets.js';
-
 
 /** Bounds on a log's token array, which is indexed: enough words to find a line, not a whole payload. */
 const MAX_TOKENS = 64;
@@ -91,7 +90,7 @@ function rollupUpdates(logs: StoredLog[]) {
       filter: { _id: new Types.ObjectId(id) },
       update: {
         $setOnInsert: rollup.key,
-        $inc: { count: rollup.count, ...Object.fromEntries(Object.entries(rollup.levels).map(([level, count]) => [`levels.${level}`, count])) },
+        $inc: { count: rollup.count, ...incrementsOf('levels', rollup.levels) },
       },
       upsert: true,
     },
@@ -178,7 +177,7 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
   const to = after && after.time < scope.to ? new Date(after.time.getTime() + 1) : scope.to;
   const found: LogDoc[] = [];
   // the minutes that hold any of the scope's logs (of the service), from the rollups: empty ones are never read
-  const rollups = await rollupsIn<LogRollupDoc, unknown>(LogRollup, scope, scope.from, to, query.service !== undefined ? { service: query.service } : {});
+  const rollups = await inWindowByHour<LogRollupDoc, unknown>(LogRollup, scope, scope.from, to, query.service !== undefined ? { service: query.service } : {});
   const minutes = [...new Set(rollups.map((rollup) => epochMinuteOf(rollup.at.getTime())))].sort((a, b) => b - a);
   await newestMinutesFirst(
     minutes,
@@ -218,7 +217,7 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
  * rollups, with each pattern's template, example and first and last sighting from its registry.
  */
 export async function listLogPatterns(scope: ViewScope, query: z.output<typeof logPatternsQuery>): Promise<{ data: z.infer<typeof logPatternJson>[]; next_cursor: string | null }> {
-  const rollups = await rollupsIn<LogRollupDoc, unknown>(LogRollup, scope, scope.from, scope.to, query.service !== undefined ? { service: query.service } : {});
+  const rollups = await inWindowByHour<LogRollupDoc, unknown>(LogRollup, scope, scope.from, scope.to, query.service !== undefined ? { service: query.service } : {});
   const patterns = new Map<string, { count: number; levels: Record<string, number>; services: Set<string>; projects: Set<string> }>();
   for (const rollup of rollups) {
     let pattern = patterns.get(rollup.patternId);

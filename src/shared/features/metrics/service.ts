@@ -4,9 +4,9 @@ import { notFound } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../paging.js';
 import { sha256 } from '../../secrets.js';
 import type { MetricPoint as MetricPointRecord, Stamped } from '../../telemetry/records.js';
-import { attributePairs, contentId, hasAttributes, inParallel, insertNew, updateEach, upsertAll } from '../../telemetry/storage.js';
+import { attributePairs, contentId, hasAttributes, insertNew, updateEach, upsertAll } from '../../telemetry/storage.js';
 import { hourOf } from '../../telemetry/time-buckets.js';
-import { hoursOf, scopeFilter, type ViewScope } from '../../views.js';
+import { inWindowByHour, scopeFilter, type ViewScope } from '../../views.js';
 import { MetricName, MetricPoint, MetricSeries } from './model.js';
 import type { metricAggregations, metricNameJson, metricNamesQuery, metricSeriesJson, metricSeriesQuery } from './schemas.js';
 
@@ -281,13 +281,12 @@ const defaultAggregation = (type: string) => (type === 'gauge' ? 'avg' : type ==
 export async function metricSeries(scope: ViewScope, query: z.output<typeof metricSeriesQuery>): Promise<z.infer<typeof metricSeriesJson>> {
   const windowMs = scope.to.getTime() - scope.from.getTime();
   const stepMs = (query.step ?? Math.max(60, Math.ceil(windowMs / 120 / 60_000) * 60)) * 1000;
-  const points: StoredPoint[] = [];
-  await inParallel(hoursOf(scope.from, scope.to), 4, async (hour) => {
-    const docs = await MetricPoint.find({ ...scopeFilter(scope), name: query.name, hour, ...(query.service !== undefined && { service: query.service }) }).lean<StoredPoint[]>();
-    points.push(...docs.filter((point) => point.time >= scope.from && point.time < scope.to && hasAttributes(point.attributes, query.attribute)));
-  });
   const registered = await MetricName.findOne({ ...scopeFilter(scope), name: query.name }).lean();
   if (!registered) throw notFound('metric');
+  const filter = { name: query.name, ...(query.service !== undefined && { service: query.service }) };
+  const points = (await inWindowByHour<StoredPoint, unknown>(MetricPoint, scope, scope.from, scope.to, filter, (point) => point.time)).filter((point) =>
+    hasAttributes(point.attributes, query.attribute),
+  );
   const aggregation = query.aggregation ?? defaultAggregation(registered.type);
   const steps = new Map<number, StoredPoint[]>();
   for (const point of points) {

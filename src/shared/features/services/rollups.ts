@@ -1,6 +1,6 @@
 import type { Types } from 'mongoose';
-import { bucketOf, incrementsOf } from '../../telemetry/histogram.js';
-import { contentId, upsertAll } from '../../telemetry/storage.js';
+import { bucketOf } from '../../telemetry/histogram.js';
+import { contentId, incrementsOf, upsertAll } from '../../telemetry/storage.js';
 import { SpanRollup, type EdgeKind, type NodeType } from './model.js';
 import { hourOf, minuteOf } from '../../telemetry/time-buckets.js';
 

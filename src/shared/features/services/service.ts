@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { addBuckets, percentile, type Buckets } from '../../telemetry/histogram.js';
-import { rollupsIn, type ViewScope } from '../../views.js';
+import { inWindowByHour, type ViewScope } from '../../views.js';
 import { cycles, entryPoints, fanLeaders, leaves, longestChain, singlePointsOfFailure, type Graph } from './graph.js';
 import { SpanRollup, type EdgeKind, type NodeType } from './model.js';
 import type { dependenciesJson, serviceJson, serviceMapJson, structureJson } from './schemas.js';
@@ -22,7 +22,7 @@ interface RollupDoc {
   latency?: Buckets;
 }
 
-const spanRollupsIn = (scope: ViewScope, from: Date, to: Date) => rollupsIn<RollupDoc, unknown>(SpanRollup, scope, from, to);
+const spanRollupsIn = (scope: ViewScope, from: Date, to: Date) => inWindowByHour<RollupDoc, unknown>(SpanRollup, scope, from, to);
 
 interface Totals {
   count: number;

@@ -2,14 +2,14 @@ import { Types, type mongo } from 'mongoose';
 import type { z } from 'zod';
 import { AppError, isDuplicateKey, notFound } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
-import { minutesDown, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
+import { epochMinuteOf } from '../../telemetry/time-buckets.js';
 import { attributePairs, attributesObject, contentId, hasAttributes, inParallel, insertNew, oneAtATime, PARALLEL_WRITES, upsertAll } from '../../telemetry/storage.js';
+import { minutesDown, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
 import { ErrorEvent } from '../issues/model.js';
 import { directObservations, pairedObservations, pairingFacts, recordObservations, type Observation, type PendingCall, type RemoteEntry } from '../services/rollups.js';
 import { Span, Trace } from './model.js';
 import type { listTracesQuery, traceDetailJson, traceRowJson } from './schemas.js';
-import { epochMinuteOf } from '../../telemetry/time-buckets.js';
 
 function spanDoc({ orgId, projectId, record }: Stamped<SpanRecord>) {
   return {
