@@ -24,6 +24,9 @@ import { projectRoutes } from './routes/projects.js';
 import { settingsRoutes } from './routes/settings.js';
 import { logRoutes } from './routes/logs.js';
 import { metricRoutes } from './routes/metrics.js';
+import { databaseRoutes } from './routes/database.js';
+import { endpointRoutes } from './routes/endpoints.js';
+import { queueRoutes } from './routes/queues.js';
 import { serviceRoutes } from './routes/services.js';
 import { traceRoutes } from './routes/traces.js';
 import { mountRoutes, type AnyRoute } from './routing.js';
@@ -48,6 +51,9 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
     ...issueRoutes(),
     ...traceRoutes(),
     ...serviceRoutes(),
+    ...endpointRoutes(),
+    ...queueRoutes(),
+    ...databaseRoutes(),
     ...logRoutes(),
     ...metricRoutes(),
   ];

@@ -75,3 +75,10 @@ export function parseId(id: string, what: string): Types.ObjectId {
   if (!Types.ObjectId.isValid(id) || !/^[0-9a-f]{24}$/i.test(id)) throw new AppError('not_found', `${what} not found`);
   return new Types.ObjectId(id);
 }
+
+/** One page of a ranking computed whole (from rollups): the cursor is the offset of the next page. */
+export function offsetPage<T>(ranked: T[], query: { cursor?: string | undefined; limit: number }): { page: T[]; next_cursor: string | null } {
+  const offset = query.cursor ? Number(decodeCursor(query.cursor, 1)[0]) : 0;
+  if (!Number.isInteger(offset) || offset < 0) throw new AppError('invalid_request', 'cursor is not one this API issued');
+  return { page: ranked.slice(offset, offset + query.limit), next_cursor: offset + query.limit < ranked.length ? encodeCursor([offset + query.limit]) : null };
+}

@@ -1,4 +1,4 @@
-import type { Model, Types } from 'mongoose';
+import type { mongo, Types } from 'mongoose';
 import { z } from 'zod';
 import { AppError } from './errors.js';
 import { Project } from './features/projects/model.js';
@@ -46,6 +46,16 @@ export const viewQuery = {
     .optional()
     .transform((value) => (value === undefined ? undefined : Array.isArray(value) ? value : [value])),
 };
+
+/** Seconds per point of a series view; by default the window in about 120 points, at least a minute. */
+export const stepQuery = z.coerce.number().int().min(10).max(86_400).optional();
+
+/** A series view's step in milliseconds: the one asked for, or the window in about 120 whole minutes. */
+export const stepMsOf = (scope: ViewScope, step: number | undefined) =>
+  (step ?? Math.max(60, Math.ceil((scope.to.getTime() - scope.from.getTime()) / 120 / 60_000) * 60)) * 1000;
+
+/** The start of the step a time falls in, steps counted from the window's start. */
+export const stepStartOf = (scope: ViewScope, stepMs: number, ms: number) => scope.from.getTime() + Math.floor((ms - scope.from.getTime()) / stepMs) * stepMs;
 
 export interface ViewScope {
   orgId: Types.ObjectId;
@@ -127,8 +137,8 @@ export async function newestMinutesFirst<T>(
  * is in [from, to): one equality lookup per hour the window touches (FerretDB answers `hour` from
  * an index, a range on a date it cannot).
  */
-export async function inWindowByHour<T extends object, D>(
-  model: Model<D>,
+export async function inWindowByHour<T extends object>(
+  collection: mongo.Collection,
   scope: ViewScope,
   from: Date,
   to: Date,
@@ -137,7 +147,7 @@ export async function inWindowByHour<T extends object, D>(
 ): Promise<T[]> {
   const found: T[] = [];
   await inParallel(hoursOf(from, to), PARALLEL_HOURS, async (hour) => {
-    const docs = await model.find({ ...scopeFilter(scope), ...filter, hour } as Record<string, unknown>).lean<T[]>();
+    const docs = (await collection.find({ ...scopeFilter(scope), ...filter, hour }).toArray()) as unknown as T[];
     found.push(...docs.filter((doc) => timeOf(doc) >= from && timeOf(doc) < to));
   });
   return found;

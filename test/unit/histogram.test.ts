@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { addBuckets, bucketOf, bucketsOf, percentile, RELATIVE_ERROR, representative } from '../../src/shared/telemetry/histogram.js';
-import { incrementsOf } from '../../src/shared/telemetry/storage.js';
+import { durationIncrement } from '../../src/shared/telemetry/rollups.js';
 
 /** The nearest-rank percentile of the raw values, the figure the histogram approximates. */
 function exactPercentile(values: number[], p: number): number {
@@ -47,7 +47,8 @@ describe('log-scale latency histogram', () => {
     expect(percentile({}, 50)).toBeNull();
   });
 
-  test('a rollup update increments one field per bucket', () => {
-    expect(incrementsOf('latency', { '10': 2, z: 1 })).toEqual({ 'latency.10': 2, 'latency.z': 1 });
+  test('a rollup update increments the one bucket a duration falls in', () => {
+    expect(durationIncrement('latency', 10)).toEqual({ [`latency.${bucketOf(10)}`]: 1 });
+    expect(durationIncrement('wait', 0, -1)).toEqual({ 'wait.z': -1 });
   });
 });

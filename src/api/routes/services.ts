@@ -1,5 +1,5 @@
-import { dependenciesJson, serviceMapJson, servicesJson, servicesQuery, structureJson } from '../../shared/features/services/schemas.js';
-import { listDependencies, listServices, serviceMap, serviceStructure } from '../../shared/features/services/service.js';
+import { dependenciesJson, serviceMapJson, servicesJson, servicesQuery, structureJson, trafficJson, trafficQuery } from '../../shared/features/services/schemas.js';
+import { listDependencies, listServices, serviceMap, serviceStructure, traffic } from '../../shared/features/services/service.js';
 import { viewScope } from '../../shared/views.js';
 import { defineRoute } from '../routing.js';
 
@@ -43,5 +43,15 @@ export const serviceRoutes = () => [
     query: servicesQuery,
     response: structureJson,
     handler: async ({ principal, query }) => serviceStructure(await viewScope(principal.orgId, query)),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/v1/traffic',
+    tag: 'Services',
+    summary: 'Requests and errors over time by project, or by service within one project when `project` names one.',
+    access: 'member',
+    query: trafficQuery,
+    response: trafficJson,
+    handler: async ({ principal, query }) => traffic(await viewScope(principal.orgId, query), query),
   }),
 ];

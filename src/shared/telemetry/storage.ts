@@ -27,11 +27,6 @@ export const attributesObject = (pairs: AttributePair[]) => Object.fromEntries(p
 export const hasAttributes = (pairs: { key: string; value: unknown }[], filters: { key: string; value: string }[]) =>
   filters.every(({ key, value }) => pairs.some((pair) => pair.key === key && typeof pair.value !== 'object' && String(pair.value) === value));
 
-/** The `$inc` fields of a rollup update that add these counts under `field` (`field.key`). */
-export function incrementsOf(field: string, counts: Record<string, number>): Record<string, number> {
-  return Object.fromEntries(Object.entries(counts).map(([key, count]) => [`${field}.${key}`, count]));
-}
-
 /** The schema path of such pairs. */
 export const attributePairsField = { type: [{ _id: false, key: String, value: Schema.Types.Mixed }], default: [] };
 
@@ -86,6 +81,23 @@ export async function oneAtATime<T>(collection: string, id: unknown, write: () =
   } finally {
     if (documentQueues.get(key) === settled) documentQueues.delete(key);
   }
+}
+
+/**
+ * Upserts one document by `_id` and answers it as it is after the update, one write at a time per
+ * document (see oneAtATime), so that of two writes bringing two halves the second sees both. Two
+ * processes creating the document at once: the loser's retry updates the winner's.
+ */
+export async function upsertReturning(collection: mongo.Collection, id: Types.ObjectId, update: mongo.UpdateFilter<mongo.Document>): Promise<mongo.WithId<mongo.Document> | null> {
+  const write = () => collection.findOneAndUpdate({ _id: id }, update, { upsert: true, returnDocument: 'after' });
+  return oneAtATime(collection.collectionName, id, async () => {
+    try {
+      return await write();
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      return write();
+    }
+  });
 }
 
 /** The `_id` an update statement is addressed to, when it has one. */

@@ -122,7 +122,7 @@ const PLACEHOLDER_RE = new RegExp(PLACEHOLDERS.map(([name, pattern]) => `(?<${na
  * numbers) replaced by `<email>`, `<url>`, `<hostname>`, `<ip>`, `<uuid>`, `<hash>`, `<date>`,
  * `<hex>`, `<float>`, `<int>`, so messages that differ only in such values group together.
  */
-export function normalizeMessage(message: string): string {
+export function normalizeMessage(message: string, placeholder: (name: string) => string = (name) => `<${name}>`): string {
   const lines = message
     .slice(0, MAX_NORMALIZED_INPUT)
     .split(/\r\n|\r|\n/)
@@ -132,7 +132,7 @@ export function normalizeMessage(message: string): string {
   return lines.join('\n').replace(PLACEHOLDER_RE, (...args: unknown[]) => {
     const groups = args[args.length - 1] as Record<string, string | undefined>;
     const name = PLACEHOLDERS.find(([candidate]) => groups[candidate] !== undefined)?.[0];
-    return `<${name}>`;
+    return placeholder(name!);
   });
 }
 

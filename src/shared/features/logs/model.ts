@@ -1,5 +1,6 @@
 import { Schema, model } from 'mongoose';
 import { logLevels } from '../../telemetry/records.js';
+import { rollupSchema } from '../../telemetry/rollups.js';
 import { attributePairsField } from '../../telemetry/storage.js';
 
 const logSchema = new Schema({
@@ -43,7 +44,10 @@ const logPatternSchema = new Schema({
   orgId: { type: Schema.Types.ObjectId, required: true },
   projectId: { type: Schema.Types.ObjectId, required: true },
   patternId: { type: String, required: true },
+  /** The template, `<*>` where the pattern's lines differ. */
   pattern: { type: String, required: true },
+  /** Drain's group (word count and first word) the template is compared within; null for SDK templates. */
+  group: { type: String, default: null },
   firstSeenAt: { type: Date, required: true },
   lastSeenAt: { type: Date, required: true },
   /** The body of the first log seen with the pattern. */
@@ -51,31 +55,22 @@ const logPatternSchema = new Schema({
 });
 // one document per project and pattern (the upsert is by the derived _id), and naming a pattern in a view.
 logPatternSchema.index({ projectId: 1, patternId: 1 }, { unique: true });
+// a project's templates of one group, which a worker compares new lines with.
+logPatternSchema.index({ projectId: 1, group: 1 });
 // retention cleanup: a pattern goes once its newest log has expired.
 logPatternSchema.index({ orgId: 1, lastSeenAt: 1 });
 
 /**
- * Log volume per minute, per project, service and pattern, with a count per level: what the pattern
- * and surge views read instead of raw logs. `_id` derived from the key; `hour` is the minute's
- * hour since the epoch, by which a window's rollups are read.
+ * Log volume per minute (src/shared/telemetry/rollups.ts), per project, service and pattern, with a
+ * count per level: what the pattern and surge views read instead of raw logs.
  */
-const logRollupSchema = new Schema({
-  _id: { type: Schema.Types.ObjectId, required: true },
-  orgId: { type: Schema.Types.ObjectId, required: true },
-  projectId: { type: Schema.Types.ObjectId, required: true },
-  at: { type: Date, required: true },
-  hour: { type: Number, required: true },
+const logRollupSchema = rollupSchema({
   service: { type: String, required: true },
   patternId: { type: String, required: true },
   count: { type: Number, default: 0 },
   /** Count per level name. */
   levels: { type: Schema.Types.Mixed, default: {} },
 });
-// a window's rollups of an organisation, or of a project, an hour at a time.
-logRollupSchema.index({ orgId: 1, hour: 1 });
-logRollupSchema.index({ projectId: 1, hour: 1 });
-// retention cleanup by organisation and age.
-logRollupSchema.index({ orgId: 1, at: 1 });
 
 export const Log = model('Log', logSchema);
 export const LogRollup = model('LogRollup', logRollupSchema, 'log_rollups');

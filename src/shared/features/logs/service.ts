@@ -1,13 +1,14 @@
 import { Types } from 'mongoose';
 import type { z } from 'zod';
 import { AppError } from '../../errors.js';
-import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
+import { cursorId, decodeCursor, encodeCursor, offsetPage } from '../../paging.js';
 import { sha256 } from '../../secrets.js';
 import type { LogRecord, Stamped } from '../../telemetry/records.js';
-import { attributePairs, attributesObject, contentId, hasAttributes, incrementsOf, insertNew, upsertAll } from '../../telemetry/storage.js';
-import { epochMinuteOf, hourOf, minuteOf } from '../../telemetry/time-buckets.js';
+import { attributePairs, attributesObject, contentId, hasAttributes, insertNew, upsertAll } from '../../telemetry/storage.js';
+import { epochMinuteOf } from '../../telemetry/time-buckets.js';
+import { RollupBatch } from '../../telemetry/rollups.js';
 import { inWindowByHour, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
-import { normalizeMessage } from '../issues/grouping.js';
+import { placeLine, templateText, wordsOf, type Template } from './drain.js';
 import { Log, LogPattern, LogRollup } from './model.js';
 import type { logLineJson, logPatternJson, logPatternsQuery, searchLogsQuery } from './schemas.js';
 
@@ -29,10 +30,54 @@ export function logTokens(text: string): string[] {
   return [...tokens];
 }
 
-/** The log's template: the SDK's own when it sent one, else the body with its variable parts masked. */
-function logPattern(record: LogRecord): { pattern: string; patternId: string } {
-  const pattern = record.template ?? normalizeMessage(record.body);
-  return { pattern, patternId: sha256(pattern).slice(0, 16) };
+/** How long a worker trusts its copy of a group's templates before reading other workers' additions. */
+const TEMPLATES_FRESH_MS = 60_000;
+/** Groups whose templates a worker keeps in memory; past this the copy starts over. */
+const MAX_CACHED_GROUPS = 10_000;
+const templateCache = new Map<string, { templates: Template[]; loadedAt: number }>();
+
+/** A project's templates of a group, from this worker's copy or, when stale, from the pattern registry. */
+async function templatesOf(projectId: string, group: string): Promise<Template[]> {
+  const key = `${projectId}\n${group}`;
+  const cached = templateCache.get(key);
+  if (cached && Date.now() - cached.loadedAt < TEMPLATES_FRESH_MS) return cached.templates;
+  const stored = await LogPattern.find({ projectId: new Types.ObjectId(projectId), group }, { patternId: 1, pattern: 1 }).lean();
+  // another job of this worker may have loaded the group meanwhile: keep its (possibly widened) copy
+  const again = templateCache.get(key);
+  if (again && again !== cached) return again.templates;
+  if (templateCache.size >= MAX_CACHED_GROUPS) templateCache.clear();
+  const templates = stored.map((doc) => ({ id: doc.patternId, words: doc.pattern.split(' ') }));
+  templateCache.set(key, { templates, loadedAt: Date.now() });
+  return templates;
+}
+
+interface Placed {
+  patternId: string;
+  pattern: string;
+  group: string | null;
+  /** The template was created or widened by this batch. */
+  changed: boolean;
+}
+
+/**
+ * Each log's pattern: the SDK's own template when it sent one (`sentry.message.template`), else
+ * the Drain template (drain.ts) its masked words join among its project's.
+ */
+async function placeLogs(items: Stamped<LogRecord>[]): Promise<Placed[]> {
+  const lines = items.map((item) => (item.record.template === undefined ? wordsOf(item.record.body) : undefined));
+  const groups = new Map<string, Template[]>();
+  await Promise.all(
+    [...new Set(items.flatMap((item, index) => (lines[index] ? [`${item.projectId}\n${lines[index].group}`] : [])))].map(async (key) => {
+      const [projectId, group] = key.split('\n') as [string, string];
+      groups.set(key, await templatesOf(projectId, group));
+    }),
+  );
+  return items.map((item, index) => {
+    const line = lines[index];
+    if (!line) return { patternId: sha256(item.record.template!).slice(0, 16), pattern: item.record.template!, group: null, changed: false };
+    const { template, changed } = placeLine(groups.get(`${item.projectId}\n${line.group}`)!, line.words, line.group);
+    return { patternId: template.id, pattern: templateText(template.words), group: line.group, changed };
+  });
 }
 
 function logDoc({ orgId, projectId, record }: Stamped<LogRecord>, patternId: string) {
@@ -66,35 +111,20 @@ interface PatternSighting {
   projectId: Types.ObjectId;
   patternId: string;
   pattern: string;
+  group: string | null;
+  changed: boolean;
   example: string;
   firstSeenAt: Date;
   lastSeenAt: Date;
 }
 
 /** Per-minute counts of newly stored logs, per project, service and pattern, with a count per level. */
-function rollupUpdates(logs: StoredLog[]) {
-  const rollups = new Map<string, { key: Record<string, unknown>; count: number; levels: Record<string, number> }>();
+function rollupCounts(logs: StoredLog[]): RollupBatch {
+  const batch = new RollupBatch('log-rollup');
   for (const log of logs) {
-    const at = new Date(minuteOf(log.time.getTime()));
-    const id = contentId('log-rollup', log.projectId.toHexString(), at, log.service, log.patternId).toHexString();
-    let rollup = rollups.get(id);
-    if (!rollup) {
-      rollup = { key: { orgId: log.orgId, projectId: log.projectId, at, hour: hourOf(log.time.getTime()), service: log.service, patternId: log.patternId }, count: 0, levels: {} };
-      rollups.set(id, rollup);
-    }
-    rollup.count += 1;
-    rollup.levels[log.level] = (rollup.levels[log.level] ?? 0) + 1;
+    batch.add({ orgId: log.orgId, projectId: log.projectId, atMs: log.time.getTime() }, { service: log.service, patternId: log.patternId }, { count: 1, [`levels.${log.level}`]: 1 });
   }
-  return [...rollups].map(([id, rollup]) => ({
-    updateOne: {
-      filter: { _id: new Types.ObjectId(id) },
-      update: {
-        $setOnInsert: rollup.key,
-        $inc: { count: rollup.count, ...incrementsOf('levels', rollup.levels) },
-      },
-      upsert: true,
-    },
-  }));
+  return batch;
 }
 
 /**
@@ -104,14 +134,19 @@ function rollupUpdates(logs: StoredLog[]) {
  */
 export async function ingestLogs(items: Stamped<LogRecord>[]): Promise<void> {
   const sightings = new Map<string, PatternSighting>();
-  const docs = items.map((item) => {
-    const { pattern, patternId } = logPattern(item.record);
+  const placed = await placeLogs(items);
+  const docs = items.map((item, index) => {
+    const { pattern, patternId, group, changed } = placed[index]!;
     const doc = logDoc(item, patternId);
     const key = `${item.projectId}:${patternId}`;
     const seen = sightings.get(key);
-    if (!seen) sightings.set(key, { orgId: doc.orgId, projectId: doc.projectId, patternId, pattern, example: doc.body, firstSeenAt: doc.time, lastSeenAt: doc.time });
-    else if (doc.time < seen.firstSeenAt) Object.assign(seen, { firstSeenAt: doc.time, example: doc.body });
-    else if (doc.time > seen.lastSeenAt) seen.lastSeenAt = doc.time;
+    if (!seen) sightings.set(key, { orgId: doc.orgId, projectId: doc.projectId, patternId, pattern, group, changed, example: doc.body, firstSeenAt: doc.time, lastSeenAt: doc.time });
+    else {
+      // the template as the batch's last line left it
+      Object.assign(seen, { pattern, changed: seen.changed || changed });
+      if (doc.time < seen.firstSeenAt) Object.assign(seen, { firstSeenAt: doc.time, example: doc.body });
+      else if (doc.time > seen.lastSeenAt) seen.lastSeenAt = doc.time;
+    }
     return doc;
   });
   const inserted = await insertNew(Log.collection, docs);
@@ -121,7 +156,8 @@ export async function ingestLogs(items: Stamped<LogRecord>[]): Promise<void> {
       updateOne: {
         filter: { _id: contentId('log-pattern', sighting.projectId.toHexString(), sighting.patternId) },
         update: {
-          $setOnInsert: { orgId: sighting.orgId, projectId: sighting.projectId, patternId: sighting.patternId, pattern: sighting.pattern, example: sighting.example },
+          $setOnInsert: { orgId: sighting.orgId, projectId: sighting.projectId, patternId: sighting.patternId, group: sighting.group, example: sighting.example, ...(!sighting.changed && { pattern: sighting.pattern }) },
+          ...(sighting.changed && { $set: { pattern: sighting.pattern } }),
           $min: { firstSeenAt: sighting.firstSeenAt },
           $max: { lastSeenAt: sighting.lastSeenAt },
         },
@@ -129,7 +165,7 @@ export async function ingestLogs(items: Stamped<LogRecord>[]): Promise<void> {
       },
     })),
   );
-  await upsertAll(LogRollup.collection, rollupUpdates(inserted));
+  await rollupCounts(inserted).write(LogRollup.collection);
 }
 
 interface LogRollupDoc {
@@ -177,7 +213,7 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
   const to = after && after.time < scope.to ? new Date(after.time.getTime() + 1) : scope.to;
   const found: LogDoc[] = [];
   // the minutes that hold any of the scope's logs (of the service), from the rollups: empty ones are never read
-  const rollups = await inWindowByHour<LogRollupDoc, unknown>(LogRollup, scope, scope.from, to, query.service !== undefined ? { service: query.service } : {});
+  const rollups = await inWindowByHour<LogRollupDoc>(LogRollup.collection, scope, scope.from, to, query.service !== undefined ? { service: query.service } : {});
   const minutes = [...new Set(rollups.map((rollup) => epochMinuteOf(rollup.at.getTime())))].sort((a, b) => b - a);
   await newestMinutesFirst(
     minutes,
@@ -217,7 +253,7 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
  * rollups, with each pattern's template, example and first and last sighting from its registry.
  */
 export async function listLogPatterns(scope: ViewScope, query: z.output<typeof logPatternsQuery>): Promise<{ data: z.infer<typeof logPatternJson>[]; next_cursor: string | null }> {
-  const rollups = await inWindowByHour<LogRollupDoc, unknown>(LogRollup, scope, scope.from, scope.to, query.service !== undefined ? { service: query.service } : {});
+  const rollups = await inWindowByHour<LogRollupDoc>(LogRollup.collection, scope, scope.from, scope.to, query.service !== undefined ? { service: query.service } : {});
   const patterns = new Map<string, { count: number; levels: Record<string, number>; services: Set<string>; projects: Set<string> }>();
   for (const rollup of rollups) {
     let pattern = patterns.get(rollup.patternId);
@@ -231,9 +267,7 @@ export async function listLogPatterns(scope: ViewScope, query: z.output<typeof l
     pattern.projects.add(rollup.projectId.toHexString());
   }
   const ranked = [...patterns].sort(([a, x], [b, y]) => y.count - x.count || a.localeCompare(b));
-  const offset = query.cursor ? Number(decodeCursor(query.cursor, 1)[0]) : 0;
-  if (!Number.isInteger(offset) || offset < 0) throw new AppError('invalid_request', 'cursor is not one this API issued');
-  const page = ranked.slice(offset, offset + query.limit);
+  const { page, next_cursor } = offsetPage(ranked, query);
   const data = await Promise.all(
     page.map(async ([patternId, pattern]) => {
       // the registry has one document per project and pattern, each addressed by its derived _id
@@ -253,5 +287,5 @@ export async function listLogPatterns(scope: ViewScope, query: z.output<typeof l
       };
     }),
   );
-  return { data, next_cursor: offset + query.limit < ranked.length ? encodeCursor([offset + query.limit]) : null };
+  return { data, next_cursor };
 }

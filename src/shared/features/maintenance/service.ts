@@ -12,6 +12,9 @@ import { Replay, ReplaySegment } from '../replays/model.js';
 import { SpanRollup } from '../services/model.js';
 import { Span, Trace } from '../traces/model.js';
 import { EndUser } from '../users/model.js';
+import { QueryRollup } from '../database/model.js';
+import { EndpointRollup } from '../endpoints/model.js';
+import { MessageTiming, QueueRollup } from '../queues/model.js';
 
 const DAY_MS = 86_400_000;
 /** Far longer than any retry of a batch job, after which a replayed batch cannot arrive. */
@@ -29,6 +32,10 @@ const expiring: [name: string, collection: mongo.Collection, timeField: string][
   ['spans', Span.collection, 'startAt'],
   ['traces', Trace.collection, 'endAt'],
   ['spanRollups', SpanRollup.collection, 'at'],
+  ['endpointRollups', EndpointRollup.collection, 'at'],
+  ['queryRollups', QueryRollup.collection, 'at'],
+  ['queueRollups', QueueRollup.collection, 'at'],
+  ['messageTimings', MessageTiming.collection, 'at'],
   ['logs', Log.collection, 'time'],
   ['logPatterns', LogPattern.collection, 'lastSeenAt'],
   ['logRollups', LogRollup.collection, 'at'],

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { pageQuery } from '../../paging.js';
 import { metricTypes } from '../../telemetry/records.js';
-import { attributeFilters, viewQuery } from '../../views.js';
+import { attributeFilters, stepQuery, viewQuery } from '../../views.js';
 
 export const metricNamesQuery = z.object({ ...viewQuery, ...pageQuery });
 
@@ -22,8 +22,7 @@ export const metricSeriesQuery = z.object({
   name: z.string().min(1).max(512),
   service: z.string().max(256).optional(),
   attribute: attributeFilters,
-  /** Seconds per point; by default the window in about 120 points, at least a minute. */
-  step: z.coerce.number().int().min(10).max(86_400).optional(),
+  step: stepQuery,
   aggregation: z.enum(metricAggregations).optional(),
 });
 

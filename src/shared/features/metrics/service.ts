@@ -6,7 +6,7 @@ import { sha256 } from '../../secrets.js';
 import type { MetricPoint as MetricPointRecord, Stamped } from '../../telemetry/records.js';
 import { attributePairs, contentId, hasAttributes, insertNew, updateEach, upsertAll } from '../../telemetry/storage.js';
 import { hourOf } from '../../telemetry/time-buckets.js';
-import { inWindowByHour, scopeFilter, type ViewScope } from '../../views.js';
+import { inWindowByHour, scopeFilter, stepMsOf, stepStartOf, type ViewScope } from '../../views.js';
 import { MetricName, MetricPoint, MetricSeries } from './model.js';
 import type { metricAggregations, metricNameJson, metricNamesQuery, metricSeriesJson, metricSeriesQuery } from './schemas.js';
 
@@ -279,18 +279,17 @@ const defaultAggregation = (type: string) => (type === 'gauge' ? 'avg' : type ==
  * `sum` is the increase over a step and `rate` that increase per second.
  */
 export async function metricSeries(scope: ViewScope, query: z.output<typeof metricSeriesQuery>): Promise<z.infer<typeof metricSeriesJson>> {
-  const windowMs = scope.to.getTime() - scope.from.getTime();
-  const stepMs = (query.step ?? Math.max(60, Math.ceil(windowMs / 120 / 60_000) * 60)) * 1000;
+  const stepMs = stepMsOf(scope, query.step);
   const registered = await MetricName.findOne({ ...scopeFilter(scope), name: query.name }).lean();
   if (!registered) throw notFound('metric');
   const filter = { name: query.name, ...(query.service !== undefined && { service: query.service }) };
-  const points = (await inWindowByHour<StoredPoint, unknown>(MetricPoint, scope, scope.from, scope.to, filter, (point) => point.time)).filter((point) =>
+  const points = (await inWindowByHour<StoredPoint>(MetricPoint.collection, scope, scope.from, scope.to, filter, (point) => point.time)).filter((point) =>
     hasAttributes(point.attributes, query.attribute),
   );
   const aggregation = query.aggregation ?? defaultAggregation(registered.type);
   const steps = new Map<number, StoredPoint[]>();
   for (const point of points) {
-    const t = scope.from.getTime() + Math.floor((point.time.getTime() - scope.from.getTime()) / stepMs) * stepMs;
+    const t = stepStartOf(scope, stepMs, point.time.getTime());
     steps.set(t, [...(steps.get(t) ?? []), point]);
   }
   return {

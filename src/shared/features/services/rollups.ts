@@ -1,8 +1,6 @@
 import type { Types } from 'mongoose';
-import { bucketOf } from '../../telemetry/histogram.js';
-import { contentId, incrementsOf, upsertAll } from '../../telemetry/storage.js';
+import { durationIncrement, RollupBatch } from '../../telemetry/rollups.js';
 import { SpanRollup, type EdgeKind, type NodeType } from './model.js';
-import { hourOf, minuteOf } from '../../telemetry/time-buckets.js';
 
 
 /** One node of the service map: what a span calls, or where a consumed message came from. */
@@ -23,36 +21,6 @@ export interface Observation {
   durationMs: number;
   failed: boolean;
   sign?: 1 | -1;
-}
-
-interface Delta {
-  id: Types.ObjectId;
-  key: Record<string, unknown>;
-  count: number;
-  failed: number;
-  totalMs: number;
-  latency: Record<string, number>;
-}
-
-/** The rollup document an observation is counted in: its kind, project, minute and key. */
-function keyOf(observation: Observation): Record<string, unknown> {
-  const minute = minuteOf(observation.atMs);
-  const common = {
-    orgId: observation.orgId,
-    projectId: observation.projectId,
-    at: new Date(minute),
-    hour: hourOf(minute),
-    service: observation.service,
-  };
-  if (!observation.edge) return { kind: 'service', ...common };
-  return {
-    kind: 'edge',
-    ...common,
-    callerType: observation.callerType ?? 'service',
-    callee: observation.edge.callee.name,
-    calleeType: observation.edge.callee.type,
-    edgeKind: observation.edge.kind,
-  };
 }
 
 /** What the service map needs to know of a stored span. */
@@ -196,39 +164,20 @@ export function pairedObservations(
   return observations;
 }
 
-/**
- * Adds observations to their minute rollups: one `$inc` upsert per rollup document, addressed by an
- * `_id` derived from its key, so two workers counting into the same minute meet on one document.
- */
+/** Adds observations to their minute rollups (one `$inc` upsert per rollup document). */
 export async function recordObservations(observations: Observation[]): Promise<void> {
-  const deltas = new Map<string, Delta>();
+  const batch = new RollupBatch('span-rollup');
   for (const observation of observations) {
-    const key = keyOf(observation);
-    const id = contentId('span-rollup', key.kind, String(key.projectId), key.at, key.service, key.callerType, key.callee, key.calleeType, key.edgeKind);
-    const hex = id.toHexString();
-    let delta = deltas.get(hex);
-    if (!delta) {
-      delta = { id, key, count: 0, failed: 0, totalMs: 0, latency: {} };
-      deltas.set(hex, delta);
-    }
     const sign = observation.sign ?? 1;
-    const bucket = bucketOf(observation.durationMs);
-    delta.count += sign;
-    delta.failed += observation.failed ? sign : 0;
-    delta.totalMs += sign * observation.durationMs;
-    delta.latency[bucket] = (delta.latency[bucket] ?? 0) + sign;
+    const key = observation.edge
+      ? { kind: 'edge', service: observation.service, callerType: observation.callerType ?? 'service', callee: observation.edge.callee.name, calleeType: observation.edge.callee.type, edgeKind: observation.edge.kind }
+      : { kind: 'service', service: observation.service };
+    batch.add(observation, key, {
+      count: sign,
+      failed: observation.failed ? sign : 0,
+      totalMs: sign * observation.durationMs,
+      ...durationIncrement('latency', observation.durationMs, sign),
+    });
   }
-  await upsertAll(
-    SpanRollup.collection,
-    [...deltas.values()].map((delta) => ({
-      updateOne: {
-        filter: { _id: delta.id },
-        update: {
-          $setOnInsert: delta.key,
-          $inc: { count: delta.count, failed: delta.failed, totalMs: delta.totalMs, ...incrementsOf('latency', delta.latency) },
-        },
-        upsert: true,
-      },
-    })),
-  );
+  await batch.write(SpanRollup.collection);
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { viewQuery } from '../../views.js';
+import { stepQuery, viewQuery } from '../../views.js';
 import { edgeKinds, nodeTypes } from './model.js';
 
 export const servicesQuery = z.object(viewQuery);
@@ -74,4 +74,22 @@ export const structureJson = z.object({
   fan_in: ranked,
   fan_out: ranked,
   longest_chain: z.array(z.string()),
+});
+
+export const trafficQuery = z.object({ ...viewQuery, step: stepQuery });
+
+export const trafficJson = z.object({
+  from: z.string(),
+  to: z.string(),
+  /** Seconds per point. */
+  step: z.number().int(),
+  /** One series per project, or per service when the query names one project; busiest first. */
+  series: z.array(
+    z.object({
+      project_id: z.string(),
+      service: z.string().optional(),
+      requests: z.number().int(),
+      points: z.array(z.object({ t: z.string(), requests: z.number().int(), errors: z.number().int() })),
+    }),
+  ),
 });

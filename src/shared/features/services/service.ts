@@ -1,9 +1,10 @@
 import type { z } from 'zod';
 import { addBuckets, percentile, type Buckets } from '../../telemetry/histogram.js';
-import { inWindowByHour, type ViewScope } from '../../views.js';
+import { AppError } from '../../errors.js';
+import { inWindowByHour, stepMsOf, type ViewScope } from '../../views.js';
 import { cycles, entryPoints, fanLeaders, leaves, longestChain, singlePointsOfFailure, type Graph } from './graph.js';
 import { SpanRollup, type EdgeKind, type NodeType } from './model.js';
-import type { dependenciesJson, serviceJson, serviceMapJson, structureJson } from './schemas.js';
+import type { dependenciesJson, serviceJson, serviceMapJson, structureJson, trafficJson, trafficQuery } from './schemas.js';
 import { MINUTE_MS } from '../../telemetry/time-buckets.js';
 
 
@@ -22,7 +23,7 @@ interface RollupDoc {
   latency?: Buckets;
 }
 
-const spanRollupsIn = (scope: ViewScope, from: Date, to: Date) => inWindowByHour<RollupDoc, unknown>(SpanRollup, scope, from, to);
+const spanRollupsIn = (scope: ViewScope, from: Date, to: Date) => inWindowByHour<RollupDoc>(SpanRollup.collection, scope, from, to);
 
 interface Totals {
   count: number;
@@ -199,5 +200,43 @@ export async function serviceStructure(scope: ViewScope): Promise<z.infer<typeof
     fan_in: fanLeaders(graph, 'in'),
     fan_out: fanLeaders(graph, 'out'),
     longest_chain: longestChain(graph),
+  };
+}
+
+/** Points a series view answers at most: the window divided by the step. */
+const MAX_POINTS = 5_000;
+
+/**
+ * Requests and errors over time, one series per project (per service of the project when one
+ * project is asked for), every step of the window present, zeros included.
+ */
+export async function traffic(scope: ViewScope, query: z.output<typeof trafficQuery>): Promise<z.infer<typeof trafficJson>> {
+  const stepMs = stepMsOf(scope, query.step);
+  const steps = Math.ceil((scope.to.getTime() - scope.from.getTime()) / stepMs);
+  if (steps > MAX_POINTS) throw new AppError('validation_failed', `the window holds more than ${MAX_POINTS} steps of this size`, { details: [{ path: 'query.step', message: 'too small for the window' }] });
+  const byService = scope.projectIds?.length === 1;
+  const docs = (await spanRollupsIn(scope, scope.from, scope.to)).filter((doc) => doc.kind === 'service');
+  const series = new Map<string, { project_id: string; service?: string; points: { requests: number; errors: number }[] }>();
+  for (const doc of docs) {
+    const projectId = doc.projectId.toHexString();
+    const key = byService ? JSON.stringify([projectId, doc.service]) : projectId;
+    let entry = series.get(key);
+    if (!entry) {
+      entry = { project_id: projectId, ...(byService && { service: doc.service }), points: Array.from({ length: steps }, () => ({ requests: 0, errors: 0 })) };
+      series.set(key, entry);
+    }
+    const point = entry.points[Math.floor((doc.at.getTime() - scope.from.getTime()) / stepMs)];
+    if (!point) continue;
+    point.requests += doc.count;
+    point.errors += doc.failed;
+  }
+  const t = (index: number) => new Date(scope.from.getTime() + index * stepMs).toISOString();
+  const total = (entry: { points: { requests: number }[] }) => entry.points.reduce((sum, point) => sum + point.requests, 0);
+  return {
+    ...window(scope),
+    step: stepMs / 1000,
+    series: [...series.values()]
+      .sort((a, b) => total(b) - total(a) || a.project_id.localeCompare(b.project_id) || (a.service ?? '').localeCompare(b.service ?? ''))
+      .map((entry) => ({ ...entry, requests: total(entry), points: entry.points.map((point, index) => ({ t: t(index), ...point })) })),
   };
 }

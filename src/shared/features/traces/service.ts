@@ -1,13 +1,19 @@
 import { Types, type mongo } from 'mongoose';
 import type { z } from 'zod';
-import { AppError, isDuplicateKey, notFound } from '../../errors.js';
+import { AppError, notFound } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
 import { epochMinuteOf } from '../../telemetry/time-buckets.js';
-import { attributePairs, attributesObject, contentId, hasAttributes, inParallel, insertNew, oneAtATime, PARALLEL_WRITES, upsertAll } from '../../telemetry/storage.js';
+import { attributePairs, attributesObject, contentId, hasAttributes, inParallel, insertNew, PARALLEL_WRITES, upsertAll, upsertReturning } from '../../telemetry/storage.js';
 import { minutesDown, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
 import { ErrorEvent } from '../issues/model.js';
 import { directObservations, pairedObservations, pairingFacts, recordObservations, type Observation, type PendingCall, type RemoteEntry } from '../services/rollups.js';
+import { queryCounts } from '../database/service.js';
+import { QueryRollup } from '../database/model.js';
+import { endpointCounts } from '../endpoints/service.js';
+import { EndpointRollup } from '../endpoints/model.js';
+import { queueCounts } from '../queues/service.js';
+import { QueueRollup } from '../queues/model.js';
 import { Span, Trace } from './model.js';
 import type { listTracesQuery, traceDetailJson, traceRowJson } from './schemas.js';
 
@@ -136,24 +142,14 @@ function summaryUpdate(delta: TraceDelta): mongo.UpdateFilter<mongo.Document> {
  * the halves of a call the second sees both.
  */
 async function pairInTrace(delta: TraceDelta): Promise<Observation[]> {
-  const id = traceKey(delta.projectId, delta.traceId);
-  const write = () => Trace.collection.findOneAndUpdate({ _id: id }, summaryUpdate(delta), { upsert: true, returnDocument: 'after' });
-  const trace = await oneAtATime(Trace.collection.collectionName, id, async () => {
-    try {
-      return await write();
-    } catch (error) {
-      // another worker created the summary at the same moment: the retry updates it
-      if (!isDuplicateKey(error)) throw error;
-      return write();
-    }
-  });
+  const trace = await upsertReturning(Trace.collection, traceKey(delta.projectId, delta.traceId), summaryUpdate(delta));
   const all = { calls: (trace?.calls ?? []) as PendingCall[], entries: (trace?.entries ?? []) as RemoteEntry[] };
   return pairedObservations(delta, all, delta.pairing);
 }
 
 /**
  * Stores spans once per {project, trace, span}, folds them into their trace summaries and counts
- * them into the service rollups. Only the spans this call actually inserted are counted, so a
+ * them into the service, endpoint, database-query and queue rollups. Only the spans this call actually inserted are counted, so a
  * replayed batch adds nothing; a crash between the writes leaves those spans uncounted rather than
  * counted twice.
  */
@@ -174,6 +170,8 @@ export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
     observations.push(...(await pairInTrace(delta)));
   });
   await recordObservations(observations);
+  const queues = await queueCounts(inserted);
+  await Promise.all([endpointCounts(inserted).write(EndpointRollup.collection), queryCounts(inserted).write(QueryRollup.collection), queues.write(QueueRollup.collection)]);
 }
 
 type SpanDoc = StoredSpan & { _id: Types.ObjectId };

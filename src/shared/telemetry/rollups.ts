@@ -1,0 +1,99 @@
+/**
+ * Per-minute rollups: what workers add up as telemetry arrives, and what every view over volume
+ * reads instead of raw records (ARCHITECTURE.md, "Aggregate on write"). Each rollup document holds
+ * one minute of one key in one project; its `_id` is derived from them, so a batch's counts for it
+ * are one `$inc` upsert and two workers counting into the same minute meet on one document.
+ */
+import { Schema, type SchemaDefinition, type Types, type mongo } from 'mongoose';
+import { bucketOf } from './histogram.js';
+import { contentId, upsertAll } from './storage.js';
+import { hourOf, minuteOf } from './time-buckets.js';
+
+/**
+ * A rollup collection's schema: the key and counter `fields` beside what every rollup has: the
+ * organisation, the project, the minute's start (`at`) and its hour since the epoch (`hour`), by
+ * which a window is read an hour at a time (equality, which FerretDB can answer from an index).
+ */
+export function rollupSchema(fields: SchemaDefinition): Schema {
+  const schema = new Schema({
+    _id: { type: Schema.Types.ObjectId, required: true },
+    orgId: { type: Schema.Types.ObjectId, required: true },
+    projectId: { type: Schema.Types.ObjectId, required: true },
+    at: { type: Date, required: true },
+    hour: { type: Number, required: true },
+    ...fields,
+  });
+  // a window's rollups of an organisation, or of one project, an hour at a time.
+  schema.index({ orgId: 1, hour: 1 });
+  schema.index({ projectId: 1, hour: 1 });
+  // retention cleanup by organisation and age.
+  schema.index({ orgId: 1, at: 1 });
+  return schema;
+}
+
+/** The `$inc` of one duration into the histogram `field` (src/shared/telemetry/histogram.ts). */
+export const durationIncrement = (field: string, ms: number, count = 1) => ({ [`${field}.${bucketOf(ms)}`]: count });
+
+interface Pending {
+  id: Types.ObjectId;
+  key: Record<string, unknown>;
+  inc: Record<string, number>;
+  max: Record<string, number>;
+  first: Record<string, unknown>;
+}
+
+/** Where a record falls: its project and the time that picks its minute. */
+export interface RollupPlace {
+  orgId: Types.ObjectId;
+  projectId: Types.ObjectId;
+  atMs: number;
+}
+
+/** A batch's additions to one rollup collection, gathered per document and written as one upsert each. */
+export class RollupBatch {
+  private readonly pending = new Map<string, Pending>();
+
+  /** `kind` names the collection in the derived `_id`s, so two collections' ids never meet. */
+  constructor(private readonly kind: string) {}
+
+  /**
+   * Adds `counts` (`$inc` paths, e.g. `count` or `latency.12`) to the rollup of `key` in the minute
+   * of `place`; `max` fields keep their largest value, `first` fields the value of the write that
+   * created the document (an example).
+   */
+  add(place: RollupPlace, key: Record<string, unknown>, counts: Record<string, number>, options: { max?: Record<string, number>; first?: Record<string, unknown> } = {}): void {
+    const minute = minuteOf(place.atMs);
+    const names = Object.keys(key).sort();
+    const id = contentId(this.kind, place.projectId.toHexString(), minute, ...names.map((name) => [name, key[name] ?? null]));
+    const hex = id.toHexString();
+    let entry = this.pending.get(hex);
+    if (!entry) {
+      entry = { id, key: { orgId: place.orgId, projectId: place.projectId, at: new Date(minute), hour: hourOf(minute), ...key }, inc: {}, max: {}, first: {} };
+      this.pending.set(hex, entry);
+    }
+    for (const [path, count] of Object.entries(counts)) entry.inc[path] = (entry.inc[path] ?? 0) + count;
+    for (const [path, value] of Object.entries(options.max ?? {})) entry.max[path] = Math.max(entry.max[path] ?? -Infinity, value);
+    for (const [path, value] of Object.entries(options.first ?? {})) if (!(path in entry.first)) entry.first[path] = value;
+  }
+
+  get size(): number {
+    return this.pending.size;
+  }
+
+  async write(collection: mongo.Collection): Promise<void> {
+    await upsertAll(
+      collection,
+      [...this.pending.values()].map((entry) => ({
+        updateOne: {
+          filter: { _id: entry.id },
+          update: {
+            $setOnInsert: { ...entry.key, ...entry.first },
+            $inc: entry.inc,
+            ...(Object.keys(entry.max).length > 0 && { $max: entry.max }),
+          },
+          upsert: true,
+        },
+      })),
+    );
+  }
+}
