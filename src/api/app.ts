@@ -24,6 +24,7 @@ import { projectRoutes } from './routes/projects.js';
 import { settingsRoutes } from './routes/settings.js';
 import { logRoutes } from './routes/logs.js';
 import { metricRoutes } from './routes/metrics.js';
+import { anomalyRoutes } from './routes/anomalies.js';
 import { databaseRoutes } from './routes/database.js';
 import { endpointRoutes } from './routes/endpoints.js';
 import { queueRoutes } from './routes/queues.js';
@@ -52,6 +53,7 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
     ...traceRoutes(),
     ...serviceRoutes(),
     ...endpointRoutes(),
+    ...anomalyRoutes(),
     ...queueRoutes(),
     ...databaseRoutes(),
     ...logRoutes(),

@@ -133,13 +133,12 @@ export async function newestMinutesFirst<T>(
 }
 
 /**
- * A scope's documents bucketed by `hour` whose time (`timeOf`, by default a rollup's minute `at`)
- * is in [from, to): one equality lookup per hour the window touches (FerretDB answers `hour` from
- * an index, a range on a date it cannot).
+ * Documents bucketed by `hour` whose time (`timeOf`, by default a rollup's minute `at`) is in
+ * [from, to) and that match `filter`: one equality lookup per hour the window touches (FerretDB
+ * answers `hour` from an index, a range on a date it cannot).
  */
-export async function inWindowByHour<T extends object>(
+export async function allInWindowByHour<T extends object>(
   collection: mongo.Collection,
-  scope: ViewScope,
   from: Date,
   to: Date,
   filter: Record<string, unknown> = {},
@@ -147,8 +146,12 @@ export async function inWindowByHour<T extends object>(
 ): Promise<T[]> {
   const found: T[] = [];
   await inParallel(hoursOf(from, to), PARALLEL_HOURS, async (hour) => {
-    const docs = (await collection.find({ ...scopeFilter(scope), ...filter, hour }).toArray()) as unknown as T[];
+    const docs = (await collection.find({ ...filter, hour }).toArray()) as unknown as T[];
     found.push(...docs.filter((doc) => timeOf(doc) >= from && timeOf(doc) < to));
   });
   return found;
 }
+
+/** A scope's documents bucketed by `hour` in [from, to) (see allInWindowByHour). */
+export const inWindowByHour = <T extends object>(collection: mongo.Collection, scope: ViewScope, from: Date, to: Date, filter: Record<string, unknown> = {}, timeOf?: (doc: T) => Date) =>
+  allInWindowByHour<T>(collection, from, to, { ...scopeFilter(scope), ...filter }, timeOf);

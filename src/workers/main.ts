@@ -12,6 +12,7 @@ import { telemetryProcessor } from './processors/telemetry.js';
 const schedules = [
   { queue: 'maintenance', id: 'cleanup', every: 3_600_000, job: 'cleanup' },
   { queue: 'maintenance', id: 'reopen-ignored-issues', every: 60_000, job: 'reopen-ignored-issues' },
+  { queue: 'maintenance', id: 'detect-anomalies', every: 60_000, job: 'detect-anomalies' },
 ] as const;
 /** On FerretDB's PostgreSQL backend: indexes for collections created since start (see ferretdb-indexes). */
 const storeIndexSchedule = { queue: 'maintenance', id: 'store-indexes', every: 60_000, job: 'store-indexes' } as const;

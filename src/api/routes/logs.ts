@@ -1,5 +1,5 @@
-import { logLineJson, logPatternJson, logPatternsQuery, searchLogsQuery } from '../../shared/features/logs/schemas.js';
-import { listLogPatterns, searchLogs } from '../../shared/features/logs/service.js';
+import { logLineJson, logPatternJson, logPatternsQuery, logSurgesJson, logSurgesQuery, searchLogsQuery } from '../../shared/features/logs/schemas.js';
+import { listLogPatterns, logSurges, searchLogs } from '../../shared/features/logs/service.js';
 import { viewScope } from '../../shared/views.js';
 import { defineRoute, listOf } from '../routing.js';
 
@@ -23,5 +23,15 @@ export const logRoutes = () => [
     query: logPatternsQuery,
     response: listOf(logPatternJson),
     handler: async ({ principal, query }) => listLogPatterns(await viewScope(principal.orgId, query), query),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/v1/logs/surges',
+    tag: 'Logs',
+    summary: 'Log volume surges per service and per pattern against the previous window of the same length, and patterns first seen inside the window.',
+    access: 'member',
+    query: logSurgesQuery,
+    response: logSurgesJson,
+    handler: async ({ principal, query }) => logSurges(await viewScope(principal.orgId, query), query),
   }),
 ];

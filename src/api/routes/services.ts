@@ -1,5 +1,6 @@
-import { dependenciesJson, serviceMapJson, servicesJson, servicesQuery, structureJson, trafficJson, trafficQuery } from '../../shared/features/services/schemas.js';
+import { approachingJson, approachingQuery, dependenciesJson, serviceMapJson, servicesJson, servicesQuery, structureJson, trafficJson, trafficQuery } from '../../shared/features/services/schemas.js';
 import { listDependencies, listServices, serviceMap, serviceStructure, traffic } from '../../shared/features/services/service.js';
+import { approachingThresholds } from '../../shared/features/services/approaching.js';
 import { viewScope } from '../../shared/views.js';
 import { defineRoute } from '../routing.js';
 
@@ -53,5 +54,15 @@ export const serviceRoutes = () => [
     query: trafficQuery,
     response: trafficJson,
     handler: async ({ principal, query }) => traffic(await viewScope(principal.orgId, query), query),
+  }),
+  defineRoute({
+    method: 'get',
+    path: '/v1/services/approaching',
+    tag: 'Services',
+    summary: 'Service error rates, p95 latencies and configured gauges climbing toward their threshold: the least-squares slope per hour, when the line reaches the threshold, and the points it was fitted on.',
+    access: 'member',
+    query: approachingQuery,
+    response: approachingJson,
+    handler: async ({ principal, query }) => approachingThresholds(await viewScope(principal.orgId, query), query),
   }),
 ];

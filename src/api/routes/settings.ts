@@ -19,7 +19,7 @@ export const settingsRoutes = () => [
     method: 'patch',
     path: '/v1/settings',
     tag: 'Settings',
-    summary: 'Change the organization name or retention (1–365 days).',
+    summary: 'Change the organization name, retention (1–365 days), or the thresholds GET /v1/services/approaching watches.',
     access: 'admin',
     body: settingsPatchBody,
     response: settingsJson,

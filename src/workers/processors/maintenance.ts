@@ -1,6 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { BlobStore } from '../../shared/clients/blob.js';
 import { ensureStoreIndexes, vacuumStore } from '../../shared/clients/mongo.js';
+import { detectAnomalies } from '../../shared/features/anomalies/detector.js';
 import { reopenExpiredIgnores } from '../../shared/features/issues/service.js';
 import { cleanup } from '../../shared/features/maintenance/service.js';
 import type { Logger } from '../../shared/logger.js';
@@ -20,6 +21,13 @@ export function maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl }: { l
         const vacuumed = await vacuumStore(ferretdbPostgresUrl);
         if (vacuumed.length > 0) logger.info({ vacuumed }, 'store tables vacuumed');
         return { created: created.length };
+      }
+      case 'detect-anomalies': {
+        // `at` (epoch ms) judges the windows before another time than now: a backfill after an outage
+        const at = typeof job.data?.at === 'number' ? job.data.at : Date.now();
+        const found = await detectAnomalies(at);
+        if (found.opened > 0 || found.closed > 0) logger.info(found, 'anomalies opened or closed');
+        return found;
       }
       case 'reopen-ignored-issues':
         return { reopened: await reopenExpiredIgnores() };

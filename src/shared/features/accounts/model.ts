@@ -16,6 +16,12 @@ const organizationSchema = new Schema(
   {
     name: { type: String, required: true },
     retentionDays: { type: Number, default: 30, min: 1, max: 365 },
+    /** What /v1/services/approaching watches: service error rate and p95, and gauges by name. */
+    thresholds: {
+      errorRate: { type: Number, default: 0.05 },
+      p95Ms: { type: Number, default: 1000 },
+      gauges: { type: [{ _id: false, name: String, threshold: Number }], default: [] },
+    },
   },
   { timestamps: true },
 );

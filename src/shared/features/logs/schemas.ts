@@ -52,3 +52,26 @@ export const logPatternJson = z.object({
   first_seen: z.string(),
   last_seen: z.string(),
 });
+
+export const logSurgesQuery = z.object({ ...viewQuery, service: z.string().max(256).optional() });
+
+export const logSurgeJson = z.object({
+  /** A service's whole volume, or one pattern's. */
+  kind: z.enum(['service', 'pattern']),
+  /** The service; for a pattern, its only service (null when several log it). */
+  service: z.string().nullable(),
+  services: z.array(z.string()),
+  pattern_id: z.string().nullable(),
+  /** The pattern's template. */
+  pattern: z.string().nullable(),
+  /** First seen inside the window. */
+  new_pattern: z.boolean(),
+  /** Logs in the window, and in the previous window of the same length. */
+  observed: z.number().int(),
+  baseline: z.number().int(),
+  /** observed / max(baseline, 1). */
+  ratio: z.number(),
+  reason: z.string(),
+});
+
+export const logSurgesJson = z.object({ from: z.string(), to: z.string(), data: z.array(logSurgeJson) });

@@ -10,7 +10,7 @@ import { RollupBatch } from '../../telemetry/rollups.js';
 import { inWindowByHour, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
 import { placeLine, templateText, wordsOf, type Template } from './drain.js';
 import { Log, LogPattern, LogRollup } from './model.js';
-import type { logLineJson, logPatternJson, logPatternsQuery, searchLogsQuery } from './schemas.js';
+import type { logLineJson, logPatternJson, logPatternsQuery, logSurgeJson, logSurgesQuery, searchLogsQuery } from './schemas.js';
 
 /** Bounds on a log's token array, which is indexed: enough words to find a line, not a whole payload. */
 const MAX_TOKENS = 64;
@@ -248,6 +248,19 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
 }
 
 
+/** A pattern's registry entries in the given projects: its template, an example, and its first and last sighting. */
+async function registryOf(patternId: string, projects: Iterable<string>) {
+  // one document per project and pattern, each addressed by its derived _id
+  const registered = await Promise.all([...projects].map((projectId) => LogPattern.findById(contentId('log-pattern', projectId, patternId)).lean()));
+  const known = registered.filter((doc) => doc !== null);
+  return {
+    template: known[0]?.pattern ?? '',
+    example: known[0]?.example ?? null,
+    firstSeen: known.reduce<Date | undefined>((min, doc) => (!min || doc.firstSeenAt < min ? doc.firstSeenAt : min), undefined),
+    lastSeen: known.reduce<Date | undefined>((max, doc) => (!max || doc.lastSeenAt > max ? doc.lastSeenAt : max), undefined),
+  };
+}
+
 /**
  * The recurring shapes of the window's logs, most frequent first: counted from the per-minute
  * rollups, with each pattern's template, example and first and last sighting from its registry.
@@ -270,22 +283,86 @@ export async function listLogPatterns(scope: ViewScope, query: z.output<typeof l
   const { page, next_cursor } = offsetPage(ranked, query);
   const data = await Promise.all(
     page.map(async ([patternId, pattern]) => {
-      // the registry has one document per project and pattern, each addressed by its derived _id
-      const registered = await Promise.all([...pattern.projects].map((projectId) => LogPattern.findById(contentId('log-pattern', projectId, patternId)).lean()));
-      const known = registered.filter((doc) => doc !== null);
-      const first = known.reduce<Date | undefined>((min, doc) => (!min || doc.firstSeenAt < min ? doc.firstSeenAt : min), undefined);
-      const last = known.reduce<Date | undefined>((max, doc) => (!max || doc.lastSeenAt > max ? doc.lastSeenAt : max), undefined);
+      const registered = await registryOf(patternId, pattern.projects);
       return {
         id: patternId,
-        template: known[0]?.pattern ?? '',
+        template: registered.template,
         count: pattern.count,
         levels: pattern.levels,
         services: [...pattern.services].sort(),
-        example: known[0]?.example ?? null,
-        first_seen: (first ?? scope.from).toISOString(),
-        last_seen: (last ?? scope.to).toISOString(),
+        example: registered.example,
+        first_seen: (registered.firstSeen ?? scope.from).toISOString(),
+        last_seen: (registered.lastSeen ?? scope.to).toISOString(),
       };
     }),
   );
   return { data, next_cursor };
+}
+
+/**
+ * When log volume is a surge: against the previous window of the same length, for a service and for
+ * a pattern; a pattern first seen inside the window is new.
+ */
+export const LOG_SURGE_RULES = {
+  /** Nothing with fewer logs in the window is a surge. */
+  MIN_LOGS: 20,
+  /** Logs at least this many times the previous window's (a baseline of 0 counts as 1). */
+  RATIO: 3,
+  /** A new pattern is reported from this many logs in the window. */
+  MIN_NEW_PATTERN_LOGS: 5,
+} as const;
+
+type Surge = z.infer<typeof logSurgeJson>;
+
+/** Log volume surges per service and per pattern, and patterns never seen before the window. */
+export async function logSurges(scope: ViewScope, query: z.output<typeof logSurgesQuery>): Promise<{ from: string; to: string; data: Surge[] }> {
+  const r = LOG_SURGE_RULES;
+  const length = scope.to.getTime() - scope.from.getTime();
+  const filter = query.service !== undefined ? { service: query.service } : {};
+  const [current, previous] = await Promise.all([
+    inWindowByHour<LogRollupDoc>(LogRollup.collection, scope, scope.from, scope.to, filter),
+    inWindowByHour<LogRollupDoc>(LogRollup.collection, scope, new Date(scope.from.getTime() - length), scope.from, filter),
+  ]);
+  const countBy = (docs: LogRollupDoc[], keyOf: (doc: LogRollupDoc) => string) => {
+    const counts = new Map<string, { count: number; services: Set<string>; projects: Set<string> }>();
+    for (const doc of docs) {
+      const key = keyOf(doc);
+      const sum = counts.get(key) ?? { count: 0, services: new Set<string>(), projects: new Set<string>() };
+      sum.count += doc.count;
+      sum.services.add(doc.service);
+      sum.projects.add(doc.projectId.toHexString());
+      counts.set(key, sum);
+    }
+    return counts;
+  };
+  const ratioOf = (observed: number, baseline: number) => Number((observed / Math.max(baseline, 1)).toFixed(4));
+  const data: Surge[] = [];
+  const servicesBefore = countBy(previous, (doc) => doc.service);
+  for (const [service, now] of countBy(current, (doc) => doc.service)) {
+    const baseline = servicesBefore.get(service)?.count ?? 0;
+    const ratio = ratioOf(now.count, baseline);
+    if (now.count < r.MIN_LOGS || ratio < r.RATIO) continue;
+    data.push({ kind: 'service', service, services: [service], pattern_id: null, pattern: null, new_pattern: false, observed: now.count, baseline, ratio, reason: `${now.count} logs against ${baseline} in the previous window (×${ratio}, rule: ×${r.RATIO} or more from ${r.MIN_LOGS} logs)` });
+  }
+  const patternsBefore = countBy(previous, (doc) => doc.patternId);
+  await Promise.all(
+    [...countBy(current, (doc) => doc.patternId)].map(async ([patternId, now]) => {
+      const baseline = patternsBefore.get(patternId)?.count ?? 0;
+      const ratio = ratioOf(now.count, baseline);
+      const surging = now.count >= r.MIN_LOGS && ratio >= r.RATIO;
+      // only a pattern without logs in the previous window can be new: its registry says since when it is known
+      const candidate = baseline === 0 && now.count >= r.MIN_NEW_PATTERN_LOGS;
+      if (!surging && !candidate) return;
+      const registered = await registryOf(patternId, now.projects);
+      const isNew = candidate && registered.firstSeen !== undefined && registered.firstSeen >= scope.from;
+      if (!surging && !isNew) return;
+      const reason = isNew
+        ? `new pattern: first seen ${registered.firstSeen!.toISOString()}, inside the window, with ${now.count} logs`
+        : `${now.count} logs against ${baseline} in the previous window (×${ratio}, rule: ×${r.RATIO} or more from ${r.MIN_LOGS} logs)`;
+      const services = [...now.services].sort();
+      data.push({ kind: 'pattern', service: services.length === 1 ? services[0]! : null, services, pattern_id: patternId, pattern: registered.template, new_pattern: isNew, observed: now.count, baseline, ratio, reason });
+    }),
+  );
+  data.sort((a, b) => Number(b.new_pattern) - Number(a.new_pattern) || b.ratio - a.ratio || b.observed - a.observed || (a.pattern_id ?? a.service ?? '').localeCompare(b.pattern_id ?? b.service ?? ''));
+  return { from: scope.from.toISOString(), to: scope.to.toISOString(), data };
 }

@@ -12,6 +12,7 @@ import { Replay, ReplaySegment } from '../replays/model.js';
 import { SpanRollup } from '../services/model.js';
 import { Span, Trace } from '../traces/model.js';
 import { EndUser } from '../users/model.js';
+import { Anomaly } from '../anomalies/model.js';
 import { QueryRollup } from '../database/model.js';
 import { EndpointRollup } from '../endpoints/model.js';
 import { MessageTiming, QueueRollup } from '../queues/model.js';
@@ -36,6 +37,7 @@ const expiring: [name: string, collection: mongo.Collection, timeField: string][
   ['queryRollups', QueryRollup.collection, 'at'],
   ['queueRollups', QueueRollup.collection, 'at'],
   ['messageTimings', MessageTiming.collection, 'at'],
+  ['anomalies', Anomaly.collection, 'startedAt'],
   ['logs', Log.collection, 'time'],
   ['logPatterns', LogPattern.collection, 'lastSeenAt'],
   ['logRollups', LogRollup.collection, 'at'],

@@ -93,3 +93,36 @@ export const trafficJson = z.object({
     }),
   ),
 });
+
+export const approachingQuery = z.object({
+  ...viewQuery,
+  step: stepQuery,
+  /** Only series whose line reaches the threshold within this many hours after the window; default a week. */
+  horizon_hours: z.coerce.number().positive().max(8_760).default(168),
+});
+
+export const approachingJson = z.object({
+  from: z.string(),
+  to: z.string(),
+  /** Seconds per point. */
+  step: z.number().int(),
+  /** Soonest first. */
+  data: z.array(
+    z.object({
+      /** A service's error rate or p95, or a gauge configured in the settings. */
+      kind: z.enum(['service', 'gauge']),
+      /** `error_rate`, `p95_ms`, or the gauge's name. */
+      metric: z.string(),
+      service: z.string(),
+      /** The latest point's value. */
+      current: z.number(),
+      threshold: z.number(),
+      /** The least-squares slope, in the metric's unit per hour. */
+      slope_per_hour: z.number(),
+      /** When the fitted line reaches the threshold. */
+      eta: z.string(),
+      /** The points the line was fitted on. */
+      points: z.array(z.object({ t: z.string(), value: z.number() })),
+    }),
+  ),
+});
