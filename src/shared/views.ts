@@ -113,9 +113,9 @@ export const minutesDown = (first: number, last: number) => Array.from({ length:
  * the minutes read hold nothing, the next round reads twice as many at once (up to 16), so a sparse
  * window takes few rounds and a busy one reads little beyond what the page needs.
  */
-export async function newestMinutesFirst<T>(
-  minutes: number[],
-  read: (minute: number) => Promise<T[]>,
+export async function newestMinutesFirst<T, U = number>(
+  minutes: U[],
+  read: (minute: U) => Promise<T[]>,
   take: (docs: T[]) => Promise<void> | void,
   full: () => boolean,
 ): Promise<void> {

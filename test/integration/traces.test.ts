@@ -200,6 +200,38 @@ describe('GET /v1/traces', () => {
     expect((await owner.client.get('/v1/traces?cursor=not-ours')).body.code).toBe('invalid_request');
   });
 
+  test('a busy minute is read five seconds at a time: its pages still follow one another, newest first, without repeats', async () => {
+    const busy = await projectWithDsn(owner, h.ingest.baseUrl);
+    const minute = Math.floor((Date.now() - 30 * 60_000) / 60_000) * 60_000;
+    // 240 one-span traces in one minute (more requests than the list reads a minute at once for),
+    // and one trace in each neighbouring minute
+    const traces = [
+      { traceId: hex(16), startMs: minute - 30_000 },
+      ...Array.from({ length: 240 }, (_, i) => ({ traceId: hex(16), startMs: minute + i * 250 })),
+      { traceId: hex(16), startMs: minute + 90_000 },
+    ];
+    const body = {
+      resourceSpans: [
+        {
+          resource: { attributes: [{ key: 'service.name', value: { stringValue: 'busy' } }] },
+          scopeSpans: [{ spans: traces.map(({ traceId, startMs }) => ({ traceId, spanId: hex(8), name: 'GET /busy', kind: 2, startTimeUnixNano: nanos(startMs), endTimeUnixNano: nanos(startMs + 5), status: { code: 1 } })) }],
+        },
+      ],
+    };
+    const reply = await h.ingest.request('POST', '/v1/traces', JSON.stringify(body), { 'content-type': 'application/json', authorization: `Bearer ${busy.publicKey}` });
+    expect(reply.status).toBe(200);
+    const window = `project=${busy.id}&from=${minute - 60_000}&to=${minute + 120_000}`;
+    await eventually(async () => ((await owner.client.get(`/v1/traces?${window}&limit=200`)).body.data?.length === 200 ? true : undefined), 'the busy minute listed');
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const page: { body: { data: { trace_id: string }[]; next_cursor: string | null } } = await owner.client.get(`/v1/traces?${window}&limit=50${cursor ? `&cursor=${cursor}` : ''}`);
+      seen.push(...page.body.data.map((row) => row.trace_id));
+      cursor = page.body.next_cursor;
+    } while (cursor);
+    expect(seen).toEqual([...traces].reverse().map((trace) => trace.traceId));
+  });
+
   test('another organisation lists none of them, and naming the project answers like a missing one', async () => {
     const intruder = await signUp(h, 'intruder');
     expect((await intruder.client.get('/v1/traces')).body.data).toEqual([]);

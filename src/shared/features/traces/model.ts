@@ -68,6 +68,8 @@ const traceSchema = new Schema({
   entries: { type: [Schema.Types.Mixed], default: [] },
   /** Minutes since the epoch of the first spans stored: the trace list reads a window a minute at a time by equality. */
   minute: { type: Number, required: true },
+  /** The five seconds of that minute (0–11): a busy minute is read a tick at a time. */
+  tick: { type: Number, default: null },
   /** What the trace list filters spans on, one token per value seen in some span (see facetsOf). */
   facets: { type: [String], default: [] },
   /** The longest span's duration. */
@@ -76,7 +78,7 @@ const traceSchema = new Schema({
 // the summary upsert, and opening one trace.
 traceSchema.index({ projectId: 1, traceId: 1 }, { unique: true });
 // the trace list, a minute of an organisation's or a project's traces at a time, newest first.
-traceSchema.index({ orgId: 1, minute: 1 });
+traceSchema.index({ orgId: 1, minute: 1, tick: 1 });
 traceSchema.index({ projectId: 1, minute: 1, startAt: -1, _id: -1 });
 // retention cleanup: a trace goes once its last span has expired.
 traceSchema.index({ orgId: 1, endAt: 1 });

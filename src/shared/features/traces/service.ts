@@ -3,9 +3,9 @@ import type { z } from 'zod';
 import { AppError, notFound } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
-import { epochMinuteOf } from '../../telemetry/time-buckets.js';
+import { epochMinuteOf, MINUTE_MS, minuteOf } from '../../telemetry/time-buckets.js';
 import { attributePairs, attributesObject, contentId, hasAttributes, inParallel, insertNew, PARALLEL_WRITES, upsertAll, upsertReturning } from '../../telemetry/storage.js';
-import { minutesDown, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
+import { inWindowByHour, minutesDown, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
 import { ErrorEvent } from '../issues/model.js';
 import { directObservations, pairedObservations, pairingFacts, recordObservations, type Observation, type PendingCall, type RemoteEntry } from '../services/rollups.js';
 import { queryCounts } from '../database/service.js';
@@ -14,6 +14,7 @@ import { endpointCounts } from '../endpoints/service.js';
 import { EndpointRollup } from '../endpoints/model.js';
 import { queueCounts } from '../queues/service.js';
 import { QueueRollup } from '../queues/model.js';
+import { SpanRollup } from '../services/model.js';
 import { Span, Trace } from './model.js';
 import type { listTracesQuery, traceDetailJson, traceRowJson } from './schemas.js';
 
@@ -85,6 +86,14 @@ function facetsOf(span: StoredSpan): string[] {
   return tokens;
 }
 
+/** Ticks of a minute: a busy minute's traces are read a twelfth at a time. */
+const TICKS_PER_MINUTE = 12;
+const TICK_MS = MINUTE_MS / TICKS_PER_MINUTE;
+/** The five seconds of its minute a time falls in, 0 to 11. */
+const tickOf = (ms: number) => Math.floor((ms - minuteOf(ms)) / TICK_MS);
+/** Requests in a minute (from the service rollups) from which the trace list reads the minute by tick. */
+const BUSY_MINUTE_REQUESTS = 200;
+
 /** A trace summary's `_id`: the same project and trace id always address the same document. */
 export const traceKey = (projectId: Types.ObjectId, traceId: string) => contentId('trace', projectId.toHexString(), traceId);
 
@@ -122,7 +131,7 @@ function traceDeltas(spans: StoredSpan[]): TraceDelta[] {
 
 function summaryUpdate(delta: TraceDelta): mongo.UpdateFilter<mongo.Document> {
   const update = {
-    $setOnInsert: { orgId: delta.orgId, projectId: delta.projectId, traceId: delta.traceId, minute: epochMinuteOf(delta.startAt.getTime()) },
+    $setOnInsert: { orgId: delta.orgId, projectId: delta.projectId, traceId: delta.traceId, minute: epochMinuteOf(delta.startAt.getTime()), tick: tickOf(delta.startAt.getTime()) },
     $min: { startAt: delta.startAt },
     $max: { endAt: delta.endAt, maxSpanMs: delta.maxSpanMs },
     $inc: { spanCount: delta.spanCount, errorCount: delta.errorCount },
@@ -244,6 +253,7 @@ interface TraceSummaryDoc {
   projectId: Types.ObjectId;
   traceId: string;
   minute: number;
+  tick?: number;
   startAt: Date;
   endAt: Date;
   spanCount: number;
@@ -277,49 +287,76 @@ function spanCriteria(query: TraceQuery) {
   return { tokens, matches, oneSpanMustHoldAll: count > 1 };
 }
 
-const newestFirst = (a: TraceSummaryDoc, b: TraceSummaryDoc) => b.minute - a.minute || b.startAt.getTime() - a.startAt.getTime() || b._id.toHexString().localeCompare(a._id.toHexString());
+/** Summaries stored before ticks were kept count as their minute's last tick. */
+const tickOfDoc = (doc: { tick?: number }) => doc.tick ?? TICKS_PER_MINUTE - 1;
+
+const newestFirst = (a: TraceSummaryDoc, b: TraceSummaryDoc) =>
+  b.minute - a.minute || tickOfDoc(b) - tickOfDoc(a) || b.startAt.getTime() - a.startAt.getTime() || b._id.toHexString().localeCompare(a._id.toHexString());
+
+/** What the trace list reads at once: a minute's summaries, or one tick of a busy minute's. */
+interface ReadUnit {
+  minute: number;
+  tick?: number;
+}
+
+/**
+ * The units of the minutes from `last` down to `first`: a minute whose services served
+ * BUSY_MINUTE_REQUESTS requests or more (the service rollups say) is read a tick at a time, newest
+ * first, from the cursor's tick in the cursor's minute.
+ */
+async function unitsOf(scope: ViewScope, first: number, last: number, cursor?: { minute: number; tick: number }): Promise<ReadUnit[]> {
+  const requests = new Map<number, number>();
+  for (const doc of await inWindowByHour<{ at: Date; count: number }>(SpanRollup.collection, scope, new Date(first * MINUTE_MS), new Date((last + 1) * MINUTE_MS), { kind: 'service' })) {
+    const minute = epochMinuteOf(doc.at.getTime());
+    requests.set(minute, (requests.get(minute) ?? 0) + doc.count);
+  }
+  return minutesDown(first, last).flatMap((minute) => {
+    if ((requests.get(minute) ?? 0) < BUSY_MINUTE_REQUESTS) return [{ minute }];
+    const top = cursor?.minute === minute ? cursor.tick : TICKS_PER_MINUTE - 1;
+    return Array.from({ length: top + 1 }, (_, i) => ({ minute, tick: top - i }));
+  });
+}
 
 /**
  * Traces with at least one span matching every filter, newest first (by the minute a trace was
- * first seen, then by its start). The window is read a minute at a time, newest first, from the
- * trace summaries, whose facets say which values some span of the trace has; when several filters
- * are given, a candidate's spans are read to check that one span holds them all. Its cost follows
- * the traces in the minutes read, not the spans stored.
+ * first seen, then the five seconds of it, then its start). The window is read from the trace
+ * summaries a minute at a time, newest first (a busy minute five seconds at a time), until the page
+ * is full; the summaries' facets say which values some span of the trace has, and when several
+ * filters are given, a candidate's spans are read to check that one span holds them all. Its cost
+ * follows the traces in the minutes read, not the spans stored.
  */
 export async function listTraces(scope: ViewScope, query: TraceQuery): Promise<{ data: z.infer<typeof traceRowJson>[]; next_cursor: string | null }> {
   const criteria = spanCriteria(query);
-  let after: { minute: number; startAt: Date; id: Types.ObjectId } | undefined;
+  let after: { minute: number; tick: number; startAt: Date; id: Types.ObjectId } | undefined;
   if (query.cursor) {
-    const [minute, startAt, id] = decodeCursor(query.cursor, 3);
-    if (!Number.isInteger(minute) || !(startAt instanceof Date)) throw new AppError('invalid_request', 'cursor is not one this API issued');
-    after = { minute: minute as number, startAt, id: cursorId(id) };
+    const [minute, tick, startAt, id] = decodeCursor(query.cursor, 4);
+    if (!Number.isInteger(minute) || !Number.isInteger(tick) || !(startAt instanceof Date)) throw new AppError('invalid_request', 'cursor is not one this API issued');
+    after = { minute: minute as number, tick: tick as number, startAt, id: cursorId(id) };
   }
-  const isAfter = (doc: TraceSummaryDoc) => !after || newestFirst({ ...doc, minute: after.minute, startAt: after.startAt, _id: after.id }, doc) < 0;
+  const isAfter = (doc: TraceSummaryDoc) => !after || newestFirst({ ...doc, minute: after.minute, tick: after.tick, startAt: after.startAt, _id: after.id }, doc) < 0;
   // a trace's minute is that of its first spans stored; a span sent later may start it a little earlier
+  const firstMinute = epochMinuteOf(scope.from.getTime());
   const lastMinute = Math.min(epochMinuteOf(scope.to.getTime() - 1) + 1, after?.minute ?? Infinity);
   const found: TraceSummaryDoc[] = [];
   const full = () => found.length > query.limit;
   // the halves of calls are never listed, and the facets only read when a filter needs them
   const projection = { calls: 0, entries: 0, ...(criteria.tokens.length === 0 && { facets: 0 }) };
-  await newestMinutesFirst(
-    minutesDown(epochMinuteOf(scope.from.getTime()), lastMinute),
-    async (minute) =>
-      (await Trace.find({ ...scopeFilter(scope), minute }, projection).lean<TraceSummaryDoc[]>())
-        .filter((doc) => doc.startAt >= scope.from && doc.startAt < scope.to && isAfter(doc))
-        .filter((doc) => criteria.tokens.every((token) => doc.facets.includes(token)) && (query.min_duration_ms === undefined || doc.maxSpanMs >= query.min_duration_ms))
-        .sort(newestFirst),
-    async (candidates) => {
-      for (const doc of candidates) {
-        if (full()) return;
-        if (criteria.oneSpanMustHoldAll) {
-          const spans = await Span.find({ orgId: scope.orgId, traceId: doc.traceId, projectId: doc.projectId }).lean<SpanDoc[]>();
-          if (!spans.some(criteria.matches)) continue;
-        }
-        found.push(doc);
+  const read = async (unit: ReadUnit) =>
+    (await Trace.find({ ...scopeFilter(scope), minute: unit.minute, ...(unit.tick !== undefined && { tick: unit.tick }) }, projection).lean<TraceSummaryDoc[]>())
+      .filter((doc) => doc.startAt >= scope.from && doc.startAt < scope.to && isAfter(doc))
+      .filter((doc) => criteria.tokens.every((token) => doc.facets.includes(token)) && (query.min_duration_ms === undefined || doc.maxSpanMs >= query.min_duration_ms))
+      .sort(newestFirst);
+  const take = async (candidates: TraceSummaryDoc[]) => {
+    for (const doc of candidates) {
+      if (full()) return;
+      if (criteria.oneSpanMustHoldAll) {
+        const spans = await Span.find({ orgId: scope.orgId, traceId: doc.traceId, projectId: doc.projectId }).lean<SpanDoc[]>();
+        if (!spans.some(criteria.matches)) continue;
       }
-    },
-    full,
-  );
+      found.push(doc);
+    }
+  };
+  await newestMinutesFirst(await unitsOf(scope, firstMinute, lastMinute, after), read, take, full);
   const page = found.slice(0, query.limit);
   const last = page.at(-1);
   return {
@@ -334,6 +371,6 @@ export async function listTraces(scope: ViewScope, query: TraceQuery): Promise<{
       error_count: doc.errorCount,
       services: [...doc.services].sort(),
     })),
-    next_cursor: found.length > query.limit && last ? encodeCursor([last.minute, last.startAt, last._id.toHexString()]) : null,
+    next_cursor: found.length > query.limit && last ? encodeCursor([last.minute, tickOfDoc(last), last.startAt, last._id.toHexString()]) : null,
   };
 }
