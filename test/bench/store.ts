@@ -9,7 +9,7 @@
  * - the workers' batch time p50/p95 during that probe (BullMQ's processedOn → finishedOn);
  * - p50/p95 latency of reads through the API: the issue list, one issue, the events of an
  *   issue, one trace with its spans, the end-user list, the trace list, the services, the service
- *   map, a log search and the log patterns.
+ *   map, a log search, the log patterns, the slow queries, the traffic series and the log surges.
  *
  * Backends (BENCH_BACKENDS): `sqlite` and `postgresql` are FerretDB on that backend as it comes;
  * `postgresql+gin` adds the GIN expression indexes and the table upkeep of
@@ -187,7 +187,12 @@ function requestsFor(target: Target, ingestUrl: string, records: number): (() =>
         kind: root ? 2 : 3,
         startTimeUnixNano: nanos(now + s),
         endTimeUnixNano: nanos(now + s + 5 + (s % 40)),
-        attributes: root ? [{ key: 'http.route', value: { stringValue: '/api/items/{id}' } }] : [{ key: 'db.system', value: { stringValue: 'postgresql' } }],
+        attributes: root
+          ? [{ key: 'http.route', value: { stringValue: '/api/items/{id}' } }]
+          : [
+              { key: 'db.system', value: { stringValue: 'postgresql' } },
+              { key: 'db.query.text', value: { stringValue: `SELECT * FROM items_${s % 5} WHERE id = ${sent + s}` } },
+            ],
         status: { code: s % 50 === 0 ? 2 : 0 },
       });
     }
@@ -267,6 +272,9 @@ async function timeReads(service: Service, target: Target): Promise<Record<strin
     'service map': () => `/v1/services/map?project=${target.projectId}`,
     'log search': (i) => `/v1/logs?project=${target.projectId}&q=took%20${(i * 37) % 977}&limit=50`,
     'log patterns': () => `/v1/logs/patterns?project=${target.projectId}`,
+    'slow queries': () => `/v1/database/slow-queries?project=${target.projectId}`,
+    traffic: () => `/v1/traffic?project=${target.projectId}`,
+    'log surges': () => `/v1/logs/surges?project=${target.projectId}`,
   };
   const figures: Record<string, { p50: number; p95: number }> = {};
   for (const [name, path] of Object.entries(reads)) {
