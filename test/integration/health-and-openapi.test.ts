@@ -47,6 +47,23 @@ test('the OpenAPI 3.1 document covers every SPEC route of accounts and projects,
   expect(doc.paths['/v1/api-keys'].post['x-required-role']).toBe('admin');
 });
 
+test('the document covers every SPEC route of traces, services, logs and metrics, each with its response shape', async () => {
+  const doc = (await h.api.get('/v1/openapi.json')).body;
+  const views = [
+    '/v1/traces', '/v1/traces/{traceID}', '/v1/services', '/v1/services/map', '/v1/services/structure', '/v1/services/dependencies',
+    '/v1/services/approaching', '/v1/traffic', '/v1/queues', '/v1/anomalies', '/v1/endpoints/surges', '/v1/database/slow-queries',
+    '/v1/database/query-patterns', '/v1/logs', '/v1/logs/patterns', '/v1/logs/surges', '/v1/metrics/names', '/v1/metrics/series',
+  ];
+  for (const path of views) {
+    const get = doc.paths[path]?.get;
+    expect({ path, documented: Boolean(get) }).toEqual({ path, documented: true });
+    expect({ path, shape: get.responses['200'].content['application/json'].schema.type }).toEqual({ path, shape: 'object' });
+  }
+  expect(Object.keys(doc.paths['/v1/anomalies'].get.responses['200'].content['application/json'].schema.properties.data.items.properties)).toEqual(
+    expect.arrayContaining(['service', 'metric', 'observed', 'baseline', 'band', 'score', 'started_at', 'ended_at', 'reason']),
+  );
+});
+
 test('every route the API answers is in the document, and nothing in the document is unrouted', async () => {
   const doc = (await h.api.get('/v1/openapi.json')).body;
   for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
