@@ -102,15 +102,15 @@ export async function queueCounts(spans: MessagingSpan[]): Promise<RollupBatch> 
   return batch;
 }
 
-interface QueueRollupDoc extends QueueKey {
+type QueueRollupDoc = QueueKey & {
   projectId: Types.ObjectId;
-  published: number;
-  processed: number;
-  failed: number;
+  published?: number;
+  processed?: number;
+  failed?: number;
   processing?: Buckets;
-  waited: number;
+  waited?: number;
   wait?: Buckets;
-}
+};
 
 const round = (value: number | null, digits = 2) => (value === null ? null : Number(value.toFixed(digits)));
 
@@ -128,14 +128,15 @@ export async function listQueues(scope: ViewScope, query: z.output<typeof queues
       sum = { queue: doc.queue, system: doc.system, published: 0, processed: 0, failed: 0, waited: 0, processing: {}, wait: {}, producers: new Set(), consumers: new Set(), projects: new Set() };
       queues.set(key, sum);
     }
-    sum.published += doc.published;
-    sum.processed += doc.processed;
-    sum.failed += doc.failed;
-    sum.waited += doc.waited;
+    // a rollup holds only the counters its writes incremented
+    sum.published += doc.published ?? 0;
+    sum.processed += doc.processed ?? 0;
+    sum.failed += doc.failed ?? 0;
+    sum.waited += doc.waited ?? 0;
     addBuckets(sum.processing, doc.processing);
     addBuckets(sum.wait, doc.wait);
-    if (doc.published > 0) sum.producers.add(doc.service);
-    if (doc.processed > 0) sum.consumers.add(doc.service);
+    if ((doc.published ?? 0) > 0) sum.producers.add(doc.service);
+    if ((doc.processed ?? 0) > 0) sum.consumers.add(doc.service);
     sum.projects.add(doc.projectId.toHexString());
   }
   const minutes = Math.max(1, (scope.to.getTime() - scope.from.getTime()) / MINUTE_MS);
