@@ -20,7 +20,22 @@ export interface EndpointSpan {
   http: { method?: string | null; route?: string | null; statusCode?: number | null } | null;
 }
 
-/** Requests served per endpoint: a service's HTTP entry spans, by method and route (the span name when no route). */
+/**
+ * An endpoint's route: `http.route`, a template, when the span has one. Otherwise the span's name,
+ * which may be the raw URL (Sentry names transactions by URL when it knows no route): its query and
+ * fragment are cut off and every path segment that could be a value (it holds a digit, an `@`, or
+ * is longer than 24 characters) becomes `*`, so no id, address or token reaches the rollups.
+ */
+export function routeOf(span: Pick<EndpointSpan, 'name' | 'http'>): string {
+  if (span.http?.route) return span.http.route;
+  const [path = ''] = span.name.split(/[?#]/);
+  return path
+    .split('/')
+    .map((segment) => (/[\d@]/.test(segment) || segment.length > 24 ? '*' : segment))
+    .join('/');
+}
+
+/** Requests served per endpoint: a service's HTTP entry spans, by method and route (routeOf). */
 export function endpointCounts(spans: EndpointSpan[]): RollupBatch {
   const batch = new RollupBatch('endpoint-rollup');
   for (const span of spans) {
@@ -28,7 +43,7 @@ export function endpointCounts(spans: EndpointSpan[]): RollupBatch {
     const status = span.http?.statusCode ?? 0;
     batch.add(
       { orgId: span.orgId, projectId: span.projectId, atMs: span.startAt.getTime() },
-      { service: span.service, method: span.http?.method ?? null, route: span.http?.route ?? span.name },
+      { service: span.service, method: span.http?.method ?? null, route: routeOf(span) },
       {
         count: 1,
         failed: span.status === 'error' || status >= 500 ? 1 : 0,
