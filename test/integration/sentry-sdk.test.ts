@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { gunzipSync, gzipSync } from 'node:zlib';
 import { Types } from 'mongoose';
+import { bucketOf, representative } from '../../src/shared/telemetry/histogram.js';
 import { createBlobStore } from '../../src/shared/clients/blob.js';
 import { CheckIn } from '../../src/shared/features/checkins/model.js';
 import { Log } from '../../src/shared/features/logs/model.js';
@@ -119,14 +120,15 @@ describe('the rest of what the SDK sends arrives and is stored', () => {
     const projectId = new Types.ObjectId(project.id);
     const spans = await eventually(async () => {
       const found = await Span.find({ projectId }).lean();
-      return found.length >= 2 ? found : undefined;
-    }, 'two spans');
+      return found.length >= 4 ? found : undefined;
+    }, 'four spans');
     const server = spans.find((s) => s.name === 'GET /cart')!;
     const db = spans.find((s) => s.name === 'SELECT * FROM carts WHERE id = ?')!;
     expect(server).toMatchObject({ kind: 'server', category: 'http', service: 'shop', environment: 'staging', release: 'shop@2.4.1' });
     expect(db).toMatchObject({ parentSpanId: server.spanId, traceId: server.traceId, category: 'db' });
     const trace = await eventually(async () => (await Trace.findOne({ projectId, traceId: server.traceId }).lean()) ?? undefined, 'the trace summary');
-    expect(trace.spanCount).toBe(2);
+    // root spans share the scope's trace: the cart request and the queue spans
+    expect(trace.spanCount).toBe(4);
 
     const logs = await eventually(async () => {
       const found = await Log.find({ projectId }).lean();
@@ -143,7 +145,16 @@ describe('the rest of what the SDK sends arrives and is stored', () => {
       const rows = await Usage.find({ projectId }).lean();
       return rows.some((r) => r.category === 'spans') && rows.some((r) => r.category === 'logs') ? rows : undefined;
     }, 'usage counters');
-    expect(usage.find((r) => r.category === 'spans')!.quantity).toBe(2);
+    expect(usage.find((r) => r.category === 'spans')!.quantity).toBe(4);
+
+    // the views read Sentry's db and queue spans like OTel's
+    const window = `project=${project.id}&from=${Date.now() - 600_000}&to=${Date.now() + 60_000}`;
+    const slow = await owner.client.get(`/v1/database/slow-queries?${window}`);
+    expect(slow.body.data).toEqual([expect.objectContaining({ statement: 'select * from carts where id = ?', system: 'postgresql', calls: 1, services: ['shop'] })]);
+    const queues = await owner.client.get(`/v1/queues?${window}`);
+    expect(queues.body.data).toEqual([
+      expect.objectContaining({ queue: 'orders', system: 'bullmq', published: 1, processed: 1, waits_measured: 1, p95_wait_ms: Number(representative(bucketOf(250)).toFixed(2)) }),
+    ]);
   }, 60_000);
 
   test('a browser replay is kept only while the project captures replays', async () => {

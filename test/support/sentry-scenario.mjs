@@ -44,11 +44,17 @@ switch (scenario) {
   case 'telemetry': {
     sent.checkIn = Sentry.captureCheckIn({ monitorSlug: 'nightly-report', status: 'ok', duration: 12.5 });
     await Sentry.startSpan({ name: 'GET /cart', op: 'http.server' }, async () => {
-      await Sentry.startSpan({ name: 'SELECT * FROM carts WHERE id = ?', op: 'db' }, async () => new Promise((r) => setTimeout(r, 5)));
+      await Sentry.startSpan({ name: 'SELECT * FROM carts WHERE id = ?', op: 'db', attributes: { 'db.system': 'postgresql' } }, async () => new Promise((r) => setTimeout(r, 5)));
       Sentry.logger.info(Sentry.logger.fmt`cart ${'c-77'} loaded with ${3} items`);
       Sentry.logger.warn('inventory low for sku-9');
     });
     Sentry.metrics.count('cart.loaded', 1);
+    // Sentry's queue instrumentation: a publish span, and a process span stating how long the message waited
+    await Sentry.startSpan({ name: 'orders publish', op: 'queue.publish', attributes: { 'messaging.destination.name': 'orders', 'messaging.system': 'bullmq' } }, () => undefined);
+    await Sentry.startSpan(
+      { name: 'orders process', op: 'queue.process', forceTransaction: true, attributes: { 'messaging.destination.name': 'orders', 'messaging.system': 'bullmq', 'messaging.message.receive.latency': 250 } },
+      () => undefined,
+    );
     break;
   }
   default:
