@@ -273,7 +273,7 @@ describe('logs', () => {
     expect(await patternOf('order 17 shipped')).toBe(await patternOf('order 18 shipped'));
 
     const patterns = await LogPattern.find({ projectId: project.objectId }).lean();
-    expect(patterns.map((p) => p.pattern).sort()).toEqual(['Cache miss for key <hash>', 'User <int> logged in from <ip> after <float>s', 'order %s shipped']);
+    expect(patterns.map((p) => p.pattern).sort()).toEqual(['Cache miss for key <*>', 'User <*> logged in from <*> after <*>s', 'order %s shipped']);
     expect(patterns.find((p) => p.pattern.startsWith('User'))).toMatchObject({ firstSeenAt: new Date(NOW - 1000), lastSeenAt: new Date(NOW) });
   });
 });
