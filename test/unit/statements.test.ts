@@ -3,7 +3,8 @@ import { normalizeStatement } from '../../src/shared/features/database/statement
 describe('statement normalisation', () => {
   test('calls that differ only in their values share a pattern', () => {
     expect(normalizeStatement('SELECT * FROM users WHERE id = 1')).toBe('select * from users where id = ?');
-    expect(normalizeStatement('select *  from users\n where id = 2')).toBe(normalizeStatement('SELECT * FROM users WHERE id = 1'));
+    expect(normalizeStatement('select *  from users\n where id=2')).toBe(normalizeStatement('SELECT * FROM users WHERE id = 1'));
+    expect(normalizeStatement("select * from t where a<>1 and b>=2 and c->>'k' = 'v'")).toBe("select * from t where a <> ? and b >= ? and c->>? = ?");
     expect(normalizeStatement("SELECT name FROM t WHERE email = 'a@b.c' AND note = 'it''s'")).toBe('select name from t where email = ? and note = ?');
     expect(normalizeStatement('UPDATE t SET score = -1.5e3, flag = 0xFF WHERE id = $1')).toBe('update t set score = ?, flag = ? where id = ?');
     expect(normalizeStatement('SELECT * FROM t WHERE a = :name AND b = ?')).toBe('select * from t where a = ? and b = ?');

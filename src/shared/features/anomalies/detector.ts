@@ -116,19 +116,20 @@ export function judge(metric: Metric, windows: WindowTotals[]): Judgement | unde
 }
 
 const round = (value: number) => Number(value.toPrecision(4));
-const describe: Record<Metric, (value: number) => string> = {
+const labels: Record<Metric, string> = { throughput: 'throughput', error_rate: 'error rate', p95_ms: 'p95 latency', log_volume: 'log volume' };
+const formats: Record<Metric, (value: number) => string> = {
   throughput: (value) => `${round(value)} requests/min`,
-  error_rate: (value) => `an error rate of ${round(value * 100)}%`,
-  p95_ms: (value) => `a p95 latency of ${round(value)} ms`,
+  error_rate: (value) => `${round(value * 100)}%`,
+  p95_ms: (value) => `${round(value)} ms`,
   log_volume: (value) => `${round(value)} logs/min`,
 };
 
 function reasonOf(service: string, judgement: Judgement, windowEnd: Date): string {
   const r = ANOMALY_RULES;
-  const say = describe[judgement.metric];
+  const say = formats[judgement.metric];
   const direction = judgement.score >= 0 ? 'above' : 'below';
   return (
-    `${service} had ${say(judgement.observed)} in the ${r.WINDOW_MINUTES} minutes to ${windowEnd.toISOString()}, ` +
+    `${service}: ${labels[judgement.metric]} ${say(judgement.observed)} in the ${r.WINDOW_MINUTES} minutes to ${windowEnd.toISOString()}, ` +
     `against a usual ${say(judgement.baseline)} (the median of the ${r.BASELINE_WINDOWS} windows before; normal band ${say(judgement.bandLow)} to ${say(judgement.bandHigh)}): ` +
     `${round(Math.abs(judgement.score))} robust deviations ${direction}, the threshold being ${r.THRESHOLD}.`
   );

@@ -11,7 +11,8 @@ interface AnomalyDoc {
   service: string;
   metric: (typeof anomalyMetrics)[number];
   startedAt: Date;
-  endedAt: Date | null;
+  /** Null or absent while open (FerretDB drops a null set on insert). */
+  endedAt?: Date | null;
   observed: number;
   baseline: number;
   bandLow: number;
@@ -31,8 +32,8 @@ export async function listAnomalies(scope: ViewScope, query: z.output<typeof ano
     ...(query.metric && { metric: query.metric }),
   }).lean<AnomalyDoc[]>();
   const matching = docs
-    .filter((doc) => doc.startedAt < scope.to && (doc.endedAt === null || doc.endedAt >= scope.from))
-    .filter((doc) => !query.status || (query.status === 'open') === (doc.endedAt === null))
+    .filter((doc) => doc.startedAt < scope.to && (doc.endedAt == null || doc.endedAt >= scope.from))
+    .filter((doc) => !query.status || (query.status === 'open') === (doc.endedAt == null))
     .sort((a, b) => b.startedAt.getTime() - a.startedAt.getTime() || a._id.toHexString().localeCompare(b._id.toHexString()));
   const { page, next_cursor } = offsetPage(matching, query);
   return {

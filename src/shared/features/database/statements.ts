@@ -2,7 +2,8 @@
  * Statement normalisation: calls that differ only in their values share a pattern. Literals
  * (quoted strings, numbers, hex, booleans are kept), bind parameters (`$1`, `:name`, `?`) become `?`;
  * `IN (...)` lists and `VALUES` rows collapse to one placeholder each; comments go; case and
- * whitespace are folded. Double-quoted and backquoted names are identifiers and stay.
+ * whitespace are folded (one space after a comma and around a comparison operator). Double-quoted
+ * and backquoted names are identifiers and stay.
  */
 const MAX_INPUT = 10_000;
 export const MAX_PATTERN = 2_000;
@@ -27,6 +28,8 @@ export function normalizeStatement(statement: string): string {
   for (const [pattern, replacement] of STEPS) text = text.replace(pattern, replacement);
   text = text.replace(/\s+/g, ' ').trim().toLowerCase();
   text = text.replace(/\s*,\s*/g, ', ').replace(/\(\s+/g, '(').replace(/\s+\)/g, ')');
+  // one space either side of a comparison (not of ->, ->>, => or ::)
+  text = text.replace(/\s*(?<![<>!=:-])(<>|!=|<=|>=|=|<|>)(?![<>=])\s*/g, ' $1 ');
   // lists of placeholders: IN (?, ?, ?) and VALUES (?, ?), (?, ?)
   text = text.replace(/\bin\s*\(\s*\?(?:\s*,\s*\?)*\s*\)/g, 'in (?)');
   text = text.replace(/\bvalues\s*\(\s*\?(?:\s*,\s*\?)*\s*\)(?:\s*,\s*\(\s*\?(?:\s*,\s*\?)*\s*\))*/g, 'values (?)');

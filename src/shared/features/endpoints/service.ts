@@ -73,6 +73,8 @@ interface EndpointRollupDoc {
 
 const shareFields = { '4xx': 'status4xx', '401': 'status401', '403': 'status403', '429': 'status429' } as const;
 type ShareName = keyof typeof shareFields;
+/** In this order (an object's number-like keys would come first). */
+const shareNames: ShareName[] = ['4xx', '401', '403', '429'];
 
 /**
  * When an endpoint's traffic is a surge, against the same endpoint in the previous window of the
@@ -108,7 +110,7 @@ function totalsOf(docs: EndpointRollupDoc[]): Map<string, Totals> {
     }
     sum.projects.add(doc.projectId.toHexString());
     sum.count += doc.count;
-    for (const [name, field] of Object.entries(shareFields) as [ShareName, (typeof shareFields)[ShareName]][]) sum.shares[name] += doc[field] ?? 0;
+    for (const name of shareNames) sum.shares[name] += doc[shareFields[name]] ?? 0;
   }
   return totals;
 }
@@ -138,7 +140,7 @@ export async function endpointSurges(scope: ViewScope, query: z.output<typeof en
     const reasons: string[] = [];
     if (ratio >= r.VOLUME_RATIO) reasons.push(`volume: ${now.count} requests against ${baseCount} in the previous window (×${round(ratio)}, rule: ×${r.VOLUME_RATIO} or more)`);
     const shares = Object.fromEntries(
-      (Object.keys(shareFields) as ShareName[]).map((name) => {
+      shareNames.map((name) => {
         const observed = now.shares[name] / now.count;
         const baseline = base && base.count > 0 ? base.shares[name] / base.count : 0;
         const surging = now.shares[name] >= r.MIN_SHARE_COUNT && observed >= baseline + r.SHARE_MARGIN && observed >= baseline * r.SHARE_RATIO;
