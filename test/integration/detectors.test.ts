@@ -17,12 +17,11 @@
  *   second window only. Lines for the Drain and Sentry-template checks (GET /v1/logs/patterns) are
  *   sent in a 10-minute window of their own.
  */
-import { randomBytes } from 'node:crypto';
 import { Queue, QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { bucketsOf, percentile } from '../../src/shared/telemetry/histogram.js';
 import { addMember, signUp, type Account } from '../support/factories/accounts.js';
-import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { hex, nanos, otlpTraces, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
 
@@ -37,8 +36,6 @@ const HOUR = 3_600_000;
 /** The start of the current hour: every area's times are whole hours before it. */
 const hour0 = Math.floor(Date.now() / HOUR) * HOUR;
 const iso = (ms: number) => new Date(ms).toISOString();
-const nanos = (ms: number) => String(BigInt(ms) * 1_000_000n);
-const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 const round4 = (value: number) => Number(value.toFixed(4));
 const median = (values: number[]) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -61,27 +58,22 @@ interface Served {
 }
 
 const sendRequests = (project: ProjectWithDsn, service: string, requests: Served[]) =>
-  ingest(project, '/v1/traces', {
-    resourceSpans: [
-      {
-        resource: resource(service),
-        scopeSpans: [
-          {
-            spans: requests.map((request) => ({
-              traceId: hex(16),
-              spanId: hex(8),
-              name: 'GET /items',
-              kind: 2,
-              startTimeUnixNano: nanos(request.at),
-              endTimeUnixNano: nanos(request.at + request.ms),
-              attributes: stringAttributes({ 'http.route': '/items' }),
-              status: { code: request.failed ? 2 : 1 },
-            })),
-          },
-        ],
-      },
-    ],
-  });
+  ingest(
+    project,
+    '/v1/traces',
+    otlpTraces({
+      [service]: requests.map((request) => ({
+        traceId: hex(16),
+        id: hex(8),
+        name: 'GET /items',
+        kind: 'server',
+        startMs: request.at,
+        durationMs: request.ms,
+        attributes: { 'http.route': '/items' },
+        status: request.failed ? 'error' : 'ok',
+      })),
+    }),
+  );
 
 interface LogLine {
   service: string;

@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { signUp, type Account } from '../support/factories/accounts.js';
-import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { nanos, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
 
@@ -13,7 +13,6 @@ let owner: Account;
 let project: ProjectWithDsn;
 useHarness((started) => (h = started), {}, { workers: true });
 
-const nanos = (ms: number) => String(BigInt(ms) * 1_000_000n);
 const SEVERITY = { debug: 5, info: 9, warn: 13, error: 17 } as const;
 const traceId = randomBytes(16).toString('hex');
 /** Two hours ago, on the hour, plus ten minutes: the window is known exactly. */

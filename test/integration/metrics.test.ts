@@ -3,7 +3,7 @@
  * (stored as deltas), a gauge and a cumulative explicit-bounds histogram.
  */
 import { signUp, type Account } from '../support/factories/accounts.js';
-import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { nanos, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
 
@@ -12,7 +12,6 @@ let owner: Account;
 let project: ProjectWithDsn;
 useHarness((started) => (h = started), {}, { workers: true });
 
-const nanos = (ms: number) => String(BigInt(ms) * 1_000_000n);
 /** On the hour, two hours ago: steps of a minute start at t0, t0 + 60 s, … */
 const t0 = Math.floor((Date.now() - 2 * 3_600_000) / 3_600_000) * 3_600_000;
 const route = (value: string) => [{ key: 'http.route', value: { stringValue: value } }];

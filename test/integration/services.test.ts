@@ -4,10 +4,9 @@
  * names only a host), api → PostgreSQL, api → the `orders` queue → worker, worker → api (naming its
  * peer, which closes a cycle), and api → an external payment host.
  */
-import { randomBytes } from 'node:crypto';
 import { bucketsOf, percentile } from '../../src/shared/telemetry/histogram.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
-import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { hex, otlpTraces, projectWithDsn, type OtlpSpan, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
 
@@ -17,45 +16,10 @@ let stranger: Account;
 let project: ProjectWithDsn;
 useHarness((started) => (h = started), {}, { workers: true });
 
-const hex = (bytes: number) => randomBytes(bytes).toString('hex');
-const nanos = (ms: number) => String(BigInt(ms) * 1_000_000n);
-const KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
-
-interface SpanSpec {
-  traceId: string;
-  id: string;
-  parent?: string;
-  name: string;
-  kind: keyof typeof KIND;
-  startMs: number;
-  durationMs: number;
-  error?: boolean;
-  attributes?: Record<string, string | number>;
-}
+type SpanSpec = OtlpSpan;
 
 async function send(service: string, spans: SpanSpec[]) {
-  const body = {
-    resourceSpans: [
-      {
-        resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
-        scopeSpans: [
-          {
-            spans: spans.map((span) => ({
-              traceId: span.traceId,
-              spanId: span.id,
-              ...(span.parent && { parentSpanId: span.parent }),
-              name: span.name,
-              kind: KIND[span.kind],
-              startTimeUnixNano: nanos(span.startMs),
-              endTimeUnixNano: nanos(span.startMs + span.durationMs),
-              attributes: Object.entries(span.attributes ?? {}).map(([key, value]) => ({ key, value: typeof value === 'number' ? { intValue: value } : { stringValue: value } })),
-              status: { code: span.error ? 2 : 1 },
-            })),
-          },
-        ],
-      },
-    ],
-  };
+  const body = otlpTraces({ [service]: spans });
   const reply = await h.ingest.request('POST', '/v1/traces', JSON.stringify(body), { 'content-type': 'application/json', authorization: `Bearer ${project.publicKey}` });
   expect(reply.status).toBe(200);
 }
@@ -81,7 +45,7 @@ beforeAll(async () => {
     ]);
     byService.api!.push([
       // a quarter of the api's requests fail
-      { traceId, id: ids.api, parent: ids.webCall, name: 'GET /orders', kind: 'server', startMs: at + 6, durationMs: 80, error: i % 4 === 0, attributes: { 'http.route': '/orders', 'http.response.status_code': i % 4 === 0 ? 500 : 200 } },
+      { traceId, id: ids.api, parent: ids.webCall, name: 'GET /orders', kind: 'server', startMs: at + 6, durationMs: 80, status: i % 4 === 0 ? 'error' : 'ok', attributes: { 'http.route': '/orders', 'http.response.status_code': i % 4 === 0 ? 500 : 200 } },
       { traceId, id: ids.db, parent: ids.api, name: 'SELECT orders', kind: 'client', startMs: at + 8, durationMs: 10, attributes: { 'db.system': 'postgresql', 'db.query.text': 'SELECT * FROM orders WHERE id = $1' } },
       { traceId, id: ids.publish, parent: ids.api, name: 'orders publish', kind: 'producer', startMs: at + 20, durationMs: 3, attributes: { 'messaging.system': 'kafka', 'messaging.destination.name': 'orders' } },
       { traceId, id: ids.pay, parent: ids.api, name: 'POST', kind: 'client', startMs: at + 25, durationMs: 40, attributes: { 'http.request.method': 'POST', 'server.address': 'payments.example.com' } },

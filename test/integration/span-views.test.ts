@@ -18,11 +18,10 @@
  *   bearer token and query token; GET /profile stays at 40 (10 × 403) in both; `web` spans named by
  *   raw URL /reset/<token>/confirm?token=<token> (no route) appear 25 times in the second window only.
  */
-import { randomBytes } from 'node:crypto';
 import mongoose from 'mongoose';
 import { bucketsOf, percentile } from '../../src/shared/telemetry/histogram.js';
 import { createApiKey, createProject, signUp, type Account } from '../support/factories/accounts.js';
-import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { hex, otlpTraces, projectWithDsn, type OtlpSpan, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import type { Client, Reply } from '../support/http.js';
 import { eventually } from '../support/wait.js';
@@ -43,27 +42,10 @@ const at = (minute: number, ms = 0) => H + minute * MINUTE + ms;
 const iso = (ms: number) => new Date(ms).toISOString();
 /** The window [at(from), at(to)): `from` as ISO, `to` as epoch milliseconds (the API takes both). */
 const minutes = (from: number, to: number) => `from=${iso(at(from))}&to=${at(to)}`;
-const hex = (bytes: number) => randomBytes(bytes).toString('hex');
-const nanos = (ms: number) => String(BigInt(ms) * 1_000_000n);
 /** A percentile as the API answers it: the histogram bucket's representative, to 2 decimals. */
 const pct = (durations: number[], p: number) => Number(percentile(bucketsOf(durations), p)!.toFixed(2));
 
-const KIND = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
-
-interface SpanSpec {
-  traceId: string;
-  id: string;
-  parent?: string;
-  name: string;
-  kind: keyof typeof KIND;
-  startMs: number;
-  durationMs: number;
-  /** Unset unless given. */
-  status?: 'ok' | 'error';
-  flags?: number;
-  links?: { traceId: string; spanId: string }[];
-  attributes?: Record<string, string | number>;
-}
+type SpanSpec = OtlpSpan;
 
 /** A span of a new trace unless `more` says otherwise. */
 const span = (kind: SpanSpec['kind'], startMs: number, durationMs: number, more: Partial<SpanSpec> = {}): SpanSpec => ({
@@ -76,31 +58,9 @@ const span = (kind: SpanSpec['kind'], startMs: number, durationMs: number, more:
   ...more,
 });
 
-const anyValue = (value: string | number) => (typeof value === 'string' ? { stringValue: value } : Number.isInteger(value) ? { intValue: value } : { doubleValue: value });
-
 /** One OTLP/JSON export request to a project's DSN, each service's spans under a resource of its own; every span must be accepted. */
 async function send(project: ProjectWithDsn, byService: Record<string, SpanSpec[]>) {
-  const resourceSpans = Object.entries(byService).map(([service, spans]) => ({
-    resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
-    scopeSpans: [
-      {
-        spans: spans.map((s) => ({
-          traceId: s.traceId,
-          spanId: s.id,
-          ...(s.parent && { parentSpanId: s.parent }),
-          ...(s.flags !== undefined && { flags: s.flags }),
-          name: s.name,
-          kind: KIND[s.kind],
-          startTimeUnixNano: nanos(s.startMs),
-          endTimeUnixNano: nanos(s.startMs + s.durationMs),
-          attributes: Object.entries(s.attributes ?? {}).map(([key, value]) => ({ key, value: anyValue(value) })),
-          links: s.links ?? [],
-          status: { code: s.status ? { ok: 1, error: 2 }[s.status] : 0 },
-        })),
-      },
-    ],
-  }));
-  const reply = await h.ingest.request('POST', '/v1/traces', JSON.stringify({ resourceSpans }), { 'content-type': 'application/json', authorization: `Bearer ${project.publicKey}` });
+  const reply = await h.ingest.request('POST', '/v1/traces', JSON.stringify(otlpTraces(byService)), { 'content-type': 'application/json', authorization: `Bearer ${project.publicKey}` });
   expect(reply.status).toBe(200);
   expect(reply.body).toEqual({});
 }

@@ -34,11 +34,11 @@ import type {
   Stamped,
 } from '../../src/shared/telemetry/records.js';
 import { createProject, signUp, type Account } from '../support/factories/accounts.js';
+import { hex } from '../support/factories/telemetry.js';
 import { dropTestDatabase, type Harness, startHarness } from '../support/harness.js';
 
 const DAY_MS = 86_400_000;
 const NOW = Date.now();
-const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 
 let h: Harness;
 let owner: Account;

@@ -1,7 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { type Harness, useHarness } from '../support/harness.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
-import { envelope, errorEvent, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { envelope, errorEvent, hex, otlpTraces, projectWithDsn, type OtlpSpan, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { eventually } from '../support/wait.js';
 
 let h: Harness;
@@ -11,9 +10,6 @@ beforeAll(async () => {
   owner = await signUp(h);
 });
 
-const hex = (bytes: number) => randomBytes(bytes).toString('hex');
-const nanos = (ms: number) => String(BigInt(ms) * 1_000_000n);
-
 interface SpanSpec {
   id: string;
   parent?: string;
@@ -21,41 +17,31 @@ interface SpanSpec {
   name: string;
   startMs: number;
   durationMs: number;
+  /** An error status and an exception event. */
   error?: boolean;
-  /** OTLP span kind; server by default. */
-  kind?: number;
+  /** Server by default. */
+  kind?: OtlpSpan['kind'];
   attributes?: Record<string, string | number>;
 }
 
-/** Sends spans as an OTLP/JSON exporter would: one resourceSpans per service. */
+/** Sends one trace's spans as an OTLP/JSON exporter would, each named by its route, with an exception event when it failed. */
 async function sendSpans(project: ProjectWithDsn, traceId: string, spans: SpanSpec[]) {
-  const services = [...new Set(spans.map((span) => span.service))];
-  const body = {
-    resourceSpans: services.map((service) => ({
-      resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
-      scopeSpans: [
-        {
-          spans: spans
-            .filter((span) => span.service === service)
-            .map((span) => ({
-              traceId,
-              spanId: span.id,
-              ...(span.parent && { parentSpanId: span.parent }),
-              name: span.name,
-              kind: span.kind ?? 2,
-              startTimeUnixNano: nanos(span.startMs),
-              endTimeUnixNano: nanos(span.startMs + span.durationMs),
-              attributes: [
-                { key: 'http.route', value: { stringValue: span.name } },
-                ...Object.entries(span.attributes ?? {}).map(([key, value]) => ({ key, value: typeof value === 'number' ? { intValue: value } : { stringValue: value } })),
-              ],
-              events: span.error ? [{ name: 'exception', timeUnixNano: nanos(span.startMs + 1), attributes: [{ key: 'exception.type', value: { stringValue: 'TimeoutError' } }] }] : [],
-              status: { code: span.error ? 2 : 1 },
-            })),
-        },
-      ],
-    })),
-  };
+  const byService: Record<string, OtlpSpan[]> = {};
+  for (const span of spans) {
+    (byService[span.service] ??= []).push({
+      traceId,
+      id: span.id,
+      ...(span.parent && { parent: span.parent }),
+      name: span.name,
+      kind: span.kind ?? 'server',
+      startMs: span.startMs,
+      durationMs: span.durationMs,
+      attributes: { 'http.route': span.name, ...span.attributes },
+      events: span.error ? [{ name: 'exception', timeMs: span.startMs + 1, attributes: { 'exception.type': 'TimeoutError' } }] : [],
+      status: span.error ? 'error' : 'ok',
+    });
+  }
+  const body = otlpTraces(byService);
   const reply = await h.ingest.request('POST', '/v1/traces', JSON.stringify(body), { 'content-type': 'application/json', authorization: `Bearer ${project.publicKey}` });
   expect(reply.status).toBe(200);
 }
@@ -210,14 +196,7 @@ describe('GET /v1/traces', () => {
       ...Array.from({ length: 240 }, (_, i) => ({ traceId: hex(16), startMs: minute + i * 250 })),
       { traceId: hex(16), startMs: minute + 90_000 },
     ];
-    const body = {
-      resourceSpans: [
-        {
-          resource: { attributes: [{ key: 'service.name', value: { stringValue: 'busy' } }] },
-          scopeSpans: [{ spans: traces.map(({ traceId, startMs }) => ({ traceId, spanId: hex(8), name: 'GET /busy', kind: 2, startTimeUnixNano: nanos(startMs), endTimeUnixNano: nanos(startMs + 5), status: { code: 1 } })) }],
-        },
-      ],
-    };
+    const body = otlpTraces({ busy: traces.map(({ traceId, startMs }) => ({ traceId, id: hex(8), name: 'GET /busy', kind: 'server', startMs, durationMs: 5 })) });
     const reply = await h.ingest.request('POST', '/v1/traces', JSON.stringify(body), { 'content-type': 'application/json', authorization: `Bearer ${busy.publicKey}` });
     expect(reply.status).toBe(200);
     const window = `project=${busy.id}&from=${minute - 60_000}&to=${minute + 120_000}`;

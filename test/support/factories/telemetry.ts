@@ -67,3 +67,56 @@ export function gzipBomb(): Buffer {
   const member = gzipSync(Buffer.alloc(16 * 1024 * 1024), { level: 9 });
   return Buffer.concat(Array.from({ length: 16 }, () => member));
 }
+
+export const hex = (bytes: number) => randomBytes(bytes).toString('hex');
+/** Epoch milliseconds as OTLP/JSON's nanosecond strings. */
+export const nanos = (ms: number) => String(BigInt(ms) * 1_000_000n);
+
+export const SPAN_KINDS = { internal: 1, server: 2, client: 3, producer: 4, consumer: 5 } as const;
+
+/** A span as the OTLP tests plant it, times in epoch milliseconds. */
+export interface OtlpSpan {
+  traceId: string;
+  id: string;
+  parent?: string;
+  name: string;
+  kind: keyof typeof SPAN_KINDS;
+  startMs: number;
+  durationMs: number;
+  /** Unset unless given. */
+  status?: 'ok' | 'error';
+  flags?: number;
+  links?: { traceId: string; spanId: string }[];
+  events?: { name: string; timeMs: number; attributes?: Record<string, string | number> }[];
+  attributes?: Record<string, string | number>;
+}
+
+export const otlpValue = (value: string | number) => (typeof value === 'string' ? { stringValue: value } : Number.isInteger(value) ? { intValue: value } : { doubleValue: value });
+const otlpAttributes = (attributes: Record<string, string | number> = {}) => Object.entries(attributes).map(([key, value]) => ({ key, value: otlpValue(value) }));
+
+/** An OTLP/JSON trace export body: each service's spans under a resource of its own. */
+export function otlpTraces(byService: Record<string, OtlpSpan[]>) {
+  return {
+    resourceSpans: Object.entries(byService).map(([service, spans]) => ({
+      resource: { attributes: otlpAttributes({ 'service.name': service }) },
+      scopeSpans: [
+        {
+          spans: spans.map((span) => ({
+            traceId: span.traceId,
+            spanId: span.id,
+            ...(span.parent && { parentSpanId: span.parent }),
+            ...(span.flags !== undefined && { flags: span.flags }),
+            name: span.name,
+            kind: SPAN_KINDS[span.kind],
+            startTimeUnixNano: nanos(span.startMs),
+            endTimeUnixNano: nanos(span.startMs + span.durationMs),
+            attributes: otlpAttributes(span.attributes),
+            events: (span.events ?? []).map((event) => ({ name: event.name, timeUnixNano: nanos(event.timeMs), attributes: otlpAttributes(event.attributes) })),
+            links: span.links ?? [],
+            status: { code: span.status ? { ok: 1, error: 2 }[span.status] : 0 },
+          })),
+        },
+      ],
+    })),
+  };
+}
