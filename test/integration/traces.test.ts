@@ -200,14 +200,21 @@ describe('GET /v1/traces', () => {
     const reply = await h.ingest.request('POST', '/v1/traces', JSON.stringify(body), { 'content-type': 'application/json', authorization: `Bearer ${busy.publicKey}` });
     expect(reply.status).toBe(200);
     const window = `project=${busy.id}&from=${minute - 60_000}&to=${minute + 120_000}`;
-    await eventually(async () => ((await owner.client.get(`/v1/traces?${window}&limit=200`)).body.data?.length === 200 ? true : undefined), 'the busy minute listed');
-    const seen: string[] = [];
-    let cursor: string | null = null;
-    do {
-      const page: { body: { data: { trace_id: string }[]; next_cursor: string | null } } = await owner.client.get(`/v1/traces?${window}&limit=50${cursor ? `&cursor=${cursor}` : ''}`);
-      seen.push(...page.body.data.map((row) => row.trace_id));
-      cursor = page.body.next_cursor;
-    } while (cursor);
+    const pages = async () => {
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const page: { body: { data: { trace_id: string }[]; next_cursor: string | null } } = await owner.client.get(`/v1/traces?${window}&limit=50${cursor ? `&cursor=${cursor}` : ''}`);
+        seen.push(...page.body.data.map((row) => row.trace_id));
+        cursor = page.body.next_cursor;
+      } while (cursor);
+      return seen;
+    };
+    // the workers store the batch in parts: page through once all of it is there
+    const seen = await eventually(async () => {
+      const listed = await pages();
+      return listed.length >= traces.length ? listed : undefined;
+    }, 'every trace listed');
     expect(seen).toEqual([...traces].reverse().map((trace) => trace.traceId));
   });
 
