@@ -94,8 +94,11 @@ beforeAll(async () => {
     consume.end(new Date(processAt + timing.process()));
   }
   // the worker's spans go first: the service map and the queue waits pair them whichever arrives first
-  for (const provider of [workerTraces, webTraces, logs, meters]) await provider.forceFlush();
-  for (const provider of [workerTraces, webTraces, logs, meters]) await provider.shutdown();
+  for (const provider of [workerTraces, webTraces, logs]) await provider.forceFlush();
+  for (const provider of [workerTraces, webTraces, logs]) await provider.shutdown();
+  // one export of the counter: two cumulative exports in flight at once are both counted in full
+  // (the series' previous value is read before either is written: a known race, left for the load issue)
+  await meters.shutdown();
   await eventually(async () => {
     const reply = await owner.client.get(`/v1/queues?${windowQuery()}`);
     return reply.body.data?.[0]?.waits_measured === ORDERS ? true : undefined;
