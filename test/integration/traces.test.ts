@@ -135,7 +135,7 @@ describe('GET /v1/traces', () => {
   });
 
   const listed = async (filters: string) => {
-    const reply = await owner.client.get(`/v1/traces?project=${project.id}&${filters}`);
+    const reply = await owner.client.get(`/v1/traces?project=${project.id}&from=${t - 30 * 60_000}&to=${t + 30 * 60_000}&${filters}`);
     expect(reply.status).toBe(200);
     return reply.body.data.map((row: { trace_id: string }) => row.trace_id);
   };
@@ -220,7 +220,8 @@ describe('GET /v1/traces', () => {
 
   test('another organisation lists none of them, and naming the project answers like a missing one', async () => {
     const intruder = await signUp(h, 'intruder');
-    expect((await intruder.client.get('/v1/traces')).body.data).toEqual([]);
+    // the hour around the planted traces: a default 24-hour window reads 1,440 minutes, a full scan each on SQLite
+    expect((await intruder.client.get(`/v1/traces?from=${t - 30 * 60_000}&to=${t + 30 * 60_000}`)).body.data).toEqual([]);
     const named = await intruder.client.get(`/v1/traces?project=${project.id}`);
     expect(named.status).toBe(404);
     expect(named.body.code).toBe('not_found');
