@@ -47,6 +47,9 @@ export const viewQuery = {
     .transform((value) => (value === undefined ? undefined : Array.isArray(value) ? value : [value])),
 };
 
+/** A figure of a view's answer to `digits` decimals; null stays null. */
+export const rounded = <T extends number | null>(value: T, digits = 2): T => (value === null ? value : (Number(value.toFixed(digits)) as T));
+
 /** Seconds per point of a series view; by default the window in about 120 points, at least a minute. */
 export const stepQuery = z.coerce.number().int().min(10).max(86_400).optional();
 

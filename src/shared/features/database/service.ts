@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import { offsetPage } from '../../paging.js';
 import { addBuckets, percentile, type Buckets } from '../../telemetry/histogram.js';
 import { durationIncrement, RollupBatch } from '../../telemetry/rollups.js';
-import { inWindowByHour, type ViewScope } from '../../views.js';
+import { inWindowByHour, rounded, type ViewScope } from '../../views.js';
 import { QueryRollup } from './model.js';
 import type { databaseQuery, queryPatternJson, slowQueryJson } from './schemas.js';
 import { MAX_PATTERN, normalizeStatement } from './statements.js';
@@ -75,7 +75,6 @@ interface QueryTotals {
 
 /** Examples kept per pattern. */
 const EXAMPLES = 3;
-const round = (value: number | null) => (value === null ? null : Number(value.toFixed(2)));
 
 /** The window's calls per system and pattern, from the query rollups. */
 async function queryTotals(scope: ViewScope, query: z.output<typeof databaseQuery>): Promise<QueryTotals[]> {
@@ -105,8 +104,8 @@ const common = (sum: QueryTotals) => ({
   system: sum.system,
   calls: sum.calls,
   errors: sum.errors,
-  total_ms: round(sum.totalMs)!,
-  mean_ms: round(sum.totalMs / sum.calls)!,
+  total_ms: rounded(sum.totalMs)!,
+  mean_ms: rounded(sum.totalMs / sum.calls)!,
   services: [...sum.services].sort(),
   project_ids: [...sum.projects].sort(),
 });
@@ -118,9 +117,9 @@ export async function slowQueries(scope: ViewScope, query: z.output<typeof datab
     .map((sum) => ({
       statement: sum.pattern,
       ...common(sum),
-      p50_ms: round(percentile(sum.latency, 50)),
-      p95_ms: round(percentile(sum.latency, 95)),
-      max_ms: round(sum.maxMs)!,
+      p50_ms: rounded(percentile(sum.latency, 50)),
+      p95_ms: rounded(percentile(sum.latency, 95)),
+      max_ms: rounded(sum.maxMs)!,
       example_trace_ids: [...sum.examples].sort(([, a], [, b]) => b - a).slice(0, EXAMPLES).map(([traceId]) => traceId),
     }))
     .sort((a, b) => (b.p95_ms ?? 0) - (a.p95_ms ?? 0) || b.max_ms - a.max_ms || a.statement.localeCompare(b.statement));

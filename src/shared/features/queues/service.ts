@@ -4,7 +4,7 @@ import { addBuckets, percentile, type Buckets } from '../../telemetry/histogram.
 import { durationIncrement, RollupBatch, type RollupPlace } from '../../telemetry/rollups.js';
 import { contentId, inParallel, PARALLEL_WRITES, upsertReturning } from '../../telemetry/storage.js';
 import { MINUTE_MS } from '../../telemetry/time-buckets.js';
-import { inWindowByHour, type ViewScope } from '../../views.js';
+import { inWindowByHour, rounded, type ViewScope } from '../../views.js';
 import { MessageTiming, QueueRollup } from './model.js';
 import type { queueJson, queuesQuery } from './schemas.js';
 
@@ -112,7 +112,6 @@ type QueueRollupDoc = QueueKey & {
   wait?: Buckets;
 };
 
-const round = (value: number | null, digits = 2) => (value === null ? null : Number(value.toFixed(digits)));
 
 /**
  * Each queue's behaviour in the window: messages published and processed, failures, processing and
@@ -149,12 +148,12 @@ export async function listQueues(scope: ViewScope, query: z.output<typeof queues
     published: sum.published,
     processed: sum.processed,
     failed: sum.failed,
-    failure_rate: round(sum.processed > 0 ? sum.failed / sum.processed : 0, 4)!,
-    p50_processing_ms: round(percentile(sum.processing, 50)),
-    p95_processing_ms: round(percentile(sum.processing, 95)),
-    p95_wait_ms: round(percentile(sum.wait, 95)),
+    failure_rate: rounded(sum.processed > 0 ? sum.failed / sum.processed : 0, 4)!,
+    p50_processing_ms: rounded(percentile(sum.processing, 50)),
+    p95_processing_ms: rounded(percentile(sum.processing, 95)),
+    p95_wait_ms: rounded(percentile(sum.wait, 95)),
     waits_measured: sum.waited,
-    backlog_growth_per_min: round((sum.published - sum.processed) / minutes, 3)!,
+    backlog_growth_per_min: rounded((sum.published - sum.processed) / minutes, 3)!,
   }));
   data.sort((a, b) => b.published + b.processed - (a.published + a.processed) || a.queue.localeCompare(b.queue));
   return { from: scope.from.toISOString(), to: scope.to.toISOString(), data };

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { addBuckets, percentile, type Buckets } from '../../telemetry/histogram.js';
 import { AppError } from '../../errors.js';
-import { inWindowByHour, stepMsOf, type ViewScope } from '../../views.js';
+import { inWindowByHour, rounded, stepMsOf, type ViewScope } from '../../views.js';
 import { cycles, entryPoints, fanLeaders, leaves, longestChain, singlePointsOfFailure, type Graph } from './graph.js';
 import { SpanRollup, type EdgeKind, type NodeType } from './model.js';
 import type { dependenciesJson, serviceJson, serviceMapJson, structureJson, trafficJson, trafficQuery } from './schemas.js';
@@ -52,7 +52,6 @@ function total(docs: RollupDoc[], keyOf: (doc: RollupDoc) => string): Map<string
 }
 
 const rate = (part: number, whole: number) => (whole > 0 ? part / whole : 0);
-const round = (value: number | null, digits = 2) => (value === null ? null : Number(value.toFixed(digits)));
 
 /**
  * Health rules, checked on the window and, for the baseline rules, against the previous window of the
@@ -100,7 +99,7 @@ function healthOf(now: Totals, before: Totals | undefined): Health {
     }
   }
   const status = reasons.some((reason) => reason.status === 'critical') ? 'critical' : reasons.length > 0 ? 'degraded' : 'healthy';
-  return { status, reasons: reasons.map((reason) => ({ ...reason, observed: round(reason.observed, 4)!, threshold: round(reason.threshold, 4)!, baseline: round(reason.baseline, 4) })) };
+  return { status, reasons: reasons.map((reason) => ({ ...reason, observed: rounded(reason.observed, 4)!, threshold: rounded(reason.threshold, 4)!, baseline: rounded(reason.baseline, 4) })) };
 }
 
 const window = (scope: ViewScope) => ({ from: scope.from.toISOString(), to: scope.to.toISOString() });
@@ -121,11 +120,11 @@ export async function listServices(scope: ViewScope): Promise<{ from: string; to
     project_ids: [...sum.projects].sort(),
     requests: sum.count,
     errors: sum.failed,
-    error_rate: round(rate(sum.failed, sum.count), 4)!,
-    p50_ms: round(percentile(sum.latency, 50)),
-    p95_ms: round(percentile(sum.latency, 95)),
-    p99_ms: round(percentile(sum.latency, 99)),
-    throughput_per_min: round(sum.count / minutes, 3)!,
+    error_rate: rounded(rate(sum.failed, sum.count), 4)!,
+    p50_ms: rounded(percentile(sum.latency, 50)),
+    p95_ms: rounded(percentile(sum.latency, 95)),
+    p99_ms: rounded(percentile(sum.latency, 99)),
+    throughput_per_min: rounded(sum.count / minutes, 3)!,
     health: healthOf(sum, before.get(name)),
   }));
   return { ...window(scope), data: data.sort((a, b) => b.requests - a.requests || a.name.localeCompare(b.name)) };
@@ -157,8 +156,8 @@ async function edgesIn(scope: ViewScope): Promise<{ edges: Edge[]; services: str
 const edgeStatsOf = (totals: Totals) => ({
   calls: totals.count,
   errors: totals.failed,
-  error_rate: round(rate(totals.failed, totals.count), 4)!,
-  p95_ms: round(percentile(totals.latency, 95)),
+  error_rate: rounded(rate(totals.failed, totals.count), 4)!,
+  p95_ms: rounded(percentile(totals.latency, 95)),
 });
 
 /** The observed topology: services, databases, queues and external hosts, and the calls between them. */
