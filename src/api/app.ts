@@ -6,6 +6,8 @@ import type { Redis } from 'ioredis';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../shared/config.js';
 import { createBlobStore } from '../shared/clients/blob.js';
+import { createMailer } from '../shared/clients/mailer.js';
+import { createOutbound, parseAllowlist } from '../shared/clients/outbound.js';
 import { pingMongo } from '../shared/clients/mongo.js';
 import { pingRedis } from '../shared/clients/redis.js';
 import { errorHandler, notFoundRoute } from '../shared/http/errors.js';
@@ -30,9 +32,14 @@ import { endpointRoutes } from './routes/endpoints.js';
 import { queueRoutes } from './routes/queues.js';
 import { serviceRoutes } from './routes/services.js';
 import { traceRoutes } from './routes/traces.js';
+import { alertRoutes } from './routes/alerts.js';
+import { cronRoutes } from './routes/cron.js';
+import { uptimeRoutes } from './routes/uptime.js';
 import { mountRoutes, type AnyRoute } from './routing.js';
 
 export const JSON_BODY_LIMIT = '1mb';
+
+export const redactCheckinToken = (url: string) => url.replace(/(\/v1\/checkins\/)[^/?#]+/, '$1[redacted]');
 
 export interface ApiAppOptions {
   config: Config;
@@ -42,7 +49,7 @@ export interface ApiAppOptions {
 }
 
 export function createApiApp({ config, logger, redis }: ApiAppOptions): Express {
-  const deps: ApiDeps = { config, limits: createRateLimits(config, redis) };
+  const deps: ApiDeps = { config, limits: createRateLimits(config, redis), outbound: createOutbound({ allowlist: parseAllowlist(config.OUTBOUND_ALLOWLIST) }) };
   const routes: AnyRoute[] = [
     ...accountRoutes(deps),
     ...memberRoutes(),
@@ -58,6 +65,9 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
     ...databaseRoutes(),
     ...logRoutes(),
     ...metricRoutes(),
+    ...cronRoutes(deps),
+    ...uptimeRoutes(deps),
+    ...alertRoutes(deps),
   ];
   routes.push(openApiRoute(() => routes));
 
@@ -65,7 +75,15 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
   app.disable('x-powered-by');
   app.set('trust proxy', config.TRUST_PROXY_HOPS);
   app.use(requestId);
-  app.use(pinoHttp({ logger, genReqId: (req) => (req as express.Request).requestId, quietReqLogger: true }));
+  app.use(
+    pinoHttp({
+      logger,
+      genReqId: (req) => (req as express.Request).requestId,
+      quietReqLogger: true,
+      // a check-in token in the path is a credential: logged as [redacted]
+      serializers: { req: (req: { url: string }) => ({ ...req, url: redactCheckinToken(req.url) }) },
+    }),
+  );
   app.use(helmet());
   const exposedHeaders = ['X-Request-Id', 'Retry-After', 'RateLimit-Limit', 'RateLimit-Remaining', 'RateLimit-Reset', 'RateLimit-Policy'];
   app.use(
@@ -78,10 +96,13 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
     }),
   );
   const blobs = createBlobStore(config);
-  app.use(healthRouter({ mongo: pingMongo, redis: () => pingRedis(redis), blob: () => blobs.ping() }));
+  const mailer = createMailer(config);
+  app.use(healthRouter({ mongo: pingMongo, redis: () => pingRedis(redis), blob: () => blobs.ping() }, { email: mailer ? () => mailer.ping() : { off: 'SMTP_URL is not set: email destinations and digests are off' } }));
 
   const v1 = Router();
   v1.use(express.json({ limit: JSON_BODY_LIMIT }));
+  // a check-in may carry any text (a job's log tail), whatever its content type
+  v1.use('/v1/checkins', express.text({ type: () => true, limit: JSON_BODY_LIMIT }));
   v1.use(cookieParser());
   v1.use(authenticate(config));
   v1.use(rateLimitBy(deps.limits.api, rateLimitIdentity));

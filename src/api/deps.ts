@@ -1,3 +1,4 @@
+import type { Outbound } from '../shared/clients/outbound.js';
 import type { Config } from '../shared/config.js';
 import type { RateLimits } from './middleware/rate-limit.js';
 
@@ -5,4 +6,6 @@ import type { RateLimits } from './middleware/rate-limit.js';
 export interface ApiDeps {
   config: Config;
   limits: RateLimits;
+  /** Only its URL check: the API refuses forbidden targets at creation; workers make the requests. */
+  outbound: Pick<Outbound, 'urlProblem'>;
 }

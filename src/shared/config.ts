@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { parseAllowlist } from './clients/outbound.js';
 
 const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
@@ -65,6 +66,27 @@ const schema = z.object({
   WORKER_CONCURRENCY: positiveInt.default(4),
   /** Prefix of every BullMQ and cache key in Redis, so several deployments can share one Redis. */
   REDIS_PREFIX: z.string().min(1).default('slk'),
+  /** Check-ins one token may send per minute (abuse control: a looping script, not a schedule). */
+  CHECKIN_RATE_LIMIT_PER_MINUTE: positiveInt.default(60),
+  /** Where alert and digest email goes, e.g. smtp://127.0.0.1:2525; unset: email is off. */
+  SMTP_URL: optionalUrl,
+  MAIL_FROM: z.string().min(3).default('Sluice <alerts@localhost>'),
+  /**
+   * Addresses and CIDR ranges uptime probes and webhooks may reach although the outbound guard refuses
+   * private, loopback and metadata addresses (a self-hosted install probing its own network).
+   */
+  OUTBOUND_ALLOWLIST: z
+    .string()
+    .default('')
+    .superRefine((value, ctx) => {
+      try {
+        parseAllowlist(value);
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message });
+      }
+    }),
+  /** An uptime monitor's certificate expiring within this many days raises an alert. */
+  TLS_EXPIRY_WARN_DAYS: positiveInt.default(14),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
 });

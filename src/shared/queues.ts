@@ -18,6 +18,19 @@ export const jobs = {
   maintenance: {
     cleanup: z.object({}),
   },
+  monitors: {
+    'sweep-cron-checks': z.object({}),
+    'schedule-probes': z.object({}),
+    /** One monitor's turn, named by the time it was due. */
+    probe: z.object({ monitorId: z.string(), due: z.number() }),
+    'send-due-reports': z.object({}),
+    /** One organisation's digest, named by the time it was due. */
+    'send-report': z.object({ orgId: z.string(), sendAt: z.number() }),
+  },
+  alerts: {
+    'dispatch-alerts': z.object({}),
+    deliver: z.object({ deliveryId: z.string() }),
+  },
 } as const;
 
 export type QueueName = keyof typeof jobs;

@@ -37,14 +37,17 @@ export const attributeFilters = z
     ),
   );
 
+/** A query parameter that may be given several times: always a list, or undefined when absent. */
+export const repeatedParameter = z
+  .union([z.string(), z.array(z.string())])
+  .optional()
+  .transform((value) => (value === undefined ? undefined : Array.isArray(value) ? value : [value]));
+
 /** Query parameters of every time-bounded view: the window and the projects (repeatable). */
 export const viewQuery = {
   from: instant.optional(),
   to: instant.optional(),
-  project: z
-    .union([z.string(), z.array(z.string())])
-    .optional()
-    .transform((value) => (value === undefined ? undefined : Array.isArray(value) ? value : [value])),
+  project: repeatedParameter,
 };
 
 /** A figure of a view's answer to `digits` decimals; null stays null. */
@@ -77,14 +80,17 @@ export async function viewScope(
   const to = query.to ?? new Date(now);
   const from = query.from ?? new Date(to.getTime() - DAY_MS);
   if (from > to) throw new AppError('validation_failed', '`from` is after `to`', { details: [{ path: 'query.from', message: 'after to' }] });
-  let projectIds: Types.ObjectId[] | undefined;
-  if (query.project) {
-    projectIds = query.project.map((id) => parseId(id, 'project'));
-    // one lookup by _id per named project: each answered from an index, unlike a count over `$in`
-    const found = await Promise.all([...new Set(projectIds.map(String))].map((id) => Project.exists({ _id: id, orgId })));
-    if (found.some((project) => !project)) throw new AppError('not_found', 'project not found');
-  }
-  return { orgId, projectIds, from, to };
+  return { orgId, projectIds: await namedProjects(orgId, query.project), from, to };
+}
+
+/** The projects a list or view names, each checked to be the organisation's; undefined when none is named. */
+export async function namedProjects(orgId: Types.ObjectId, names: string[] | undefined): Promise<Types.ObjectId[] | undefined> {
+  if (!names || names.length === 0) return undefined;
+  const projectIds = names.map((id) => parseId(id, 'project'));
+  // one lookup by _id per named project: each answered from an index, unlike a count over `$in`
+  const found = await Promise.all([...new Set(projectIds.map(String))].map((id) => Project.exists({ _id: id, orgId })));
+  if (found.some((project) => !project)) throw new AppError('not_found', 'project not found');
+  return projectIds;
 }
 
 /**
@@ -92,9 +98,14 @@ export async function viewScope(
  * equality, which FerretDB can answer from an index; `$in` it evaluates in memory.
  */
 export function scopeFilter(scope: ViewScope): { orgId: Types.ObjectId; projectId?: Types.ObjectId | { $in: Types.ObjectId[] } } {
-  const projects = scope.projectIds && [...new Map(scope.projectIds.map((id) => [id.toHexString(), id])).values()];
-  if (!projects) return { orgId: scope.orgId };
-  return { orgId: scope.orgId, projectId: projects.length === 1 ? projects[0]! : { $in: projects } };
+  return { orgId: scope.orgId, ...projectFilter(scope.projectIds) };
+}
+
+/** The project part of a filter: nothing for every project, equality for one, `$in` for several. */
+export function projectFilter(projectIds: Types.ObjectId[] | undefined): { projectId?: Types.ObjectId | { $in: Types.ObjectId[] } } {
+  const projects = projectIds && [...new Map(projectIds.map((id) => [id.toHexString(), id])).values()];
+  if (!projects) return {};
+  return { projectId: projects.length === 1 ? projects[0]! : { $in: projects } };
 }
 
 /** The hours since the epoch that the window [from, to) touches. */

@@ -1,11 +1,15 @@
 import { Queue, Worker, type Processor } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { createBlobStore } from '../shared/clients/blob.js';
+import { createMailer } from '../shared/clients/mailer.js';
+import { createOutbound, parseAllowlist } from '../shared/clients/outbound.js';
 import { requestContext } from '../shared/context.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { QueueName } from '../shared/queues.js';
+import { alertsProcessor } from './processors/alerts.js';
 import { maintenanceProcessor } from './processors/maintenance.js';
+import { monitorsProcessor } from './processors/monitors.js';
 import { telemetryProcessor } from './processors/telemetry.js';
 
 /** Schedules are declared here and upserted at start, so any number of worker processes run each tick once. */
@@ -13,7 +17,13 @@ const schedules = [
   { queue: 'maintenance', id: 'cleanup', every: 3_600_000, job: 'cleanup' },
   { queue: 'maintenance', id: 'reopen-ignored-issues', every: 60_000, job: 'reopen-ignored-issues' },
   { queue: 'maintenance', id: 'detect-anomalies', every: 60_000, job: 'detect-anomalies' },
+  { queue: 'monitors', id: 'sweep-cron-checks', every: 10_000, job: 'sweep-cron-checks' },
+  { queue: 'monitors', id: 'schedule-probes', every: 5_000, job: 'schedule-probes' },
+  { queue: 'monitors', id: 'send-due-reports', every: 60_000, job: 'send-due-reports' },
+  { queue: 'alerts', id: 'dispatch-alerts', every: 5_000, job: 'dispatch-alerts' },
 ] as const;
+/** Jobs each worker process runs at once per queue: probes and deliveries wait on the network, so many at once. */
+const concurrencyOf = (name: QueueName, config: Config) => ({ telemetry: config.WORKER_CONCURRENCY, maintenance: 1, monitors: 8, alerts: 8 })[name];
 /** On FerretDB's PostgreSQL backend: indexes for collections created since start (see ferretdb-indexes). */
 const storeIndexSchedule = { queue: 'maintenance', id: 'store-indexes', every: 60_000, job: 'store-indexes' } as const;
 
@@ -27,21 +37,25 @@ export interface WorkerOptions {
 
 export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl }: WorkerOptions) {
   const blobs = createBlobStore(config);
-  const processors: Record<QueueName, Processor> = {
-    telemetry: telemetryProcessor(blobs),
-    maintenance: maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl }),
-  };
+  const mailer = createMailer(config);
+  const outbound = createOutbound({ allowlist: parseAllowlist(config.OUTBOUND_ALLOWLIST) });
   const connection = { connection: redis, prefix: config.REDIS_PREFIX };
   const queues = new Map<QueueName, Queue>();
   const queue = (name: QueueName) => {
     if (!queues.has(name)) queues.set(name, new Queue(name, connection));
     return queues.get(name)!;
   };
+  const processors: Record<QueueName, Processor> = {
+    telemetry: telemetryProcessor(blobs),
+    maintenance: maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl }),
+    monitors: monitorsProcessor({ logger, outbound, mailer, tlsWarnDays: config.TLS_EXPIRY_WARN_DAYS, queue: () => queue('monitors') }),
+    alerts: alertsProcessor({ mailer, outbound }, () => queue('alerts')),
+  };
   for (const schedule of ferretdbPostgresUrl ? [...schedules, storeIndexSchedule] : schedules) {
     await queue(schedule.queue).upsertJobScheduler(schedule.id, { every: schedule.every }, { name: schedule.job, data: {} });
   }
   const workers = Object.entries(processors).map(([name, processor]) => {
-    const concurrency = name === 'telemetry' ? config.WORKER_CONCURRENCY : 1;
+    const concurrency = concurrencyOf(name as QueueName, config);
     const worker = new Worker(name, (job, token) => requestContext.run({ jobId: job.id }, () => processor(job, token)), { ...connection, concurrency });
     worker.on('failed', (job, error) => logger.error({ err: error, queue: name, job: job?.name }, 'job failed'));
     worker.on('error', (error) => logger.error({ err: error, queue: name }, 'worker error'));
@@ -51,5 +65,6 @@ export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl 
   return async () => {
     await Promise.all(workers.map((worker) => worker.close()));
     await Promise.all([...queues.values()].map((q) => q.close()));
+    mailer?.close();
   };
 }

@@ -3,13 +3,14 @@ import { type Harness, useHarness } from '../support/harness.js';
 let h: Harness;
 useHarness((started) => (h = started));
 
-test('/healthz and /readyz answer on the API and the ingest service, listing each dependency', async () => {
+test('/healthz and /readyz answer on the API and the ingest service, listing each dependency (and that email is off without SMTP_URL)', async () => {
   const checks = { api: ['mongo', 'redis', 'blob'], ingest: ['mongo', 'redis'] };
   for (const [name, client] of [['api', h.api], ['ingest', h.ingest]] as const) {
     expect((await client.get('/healthz')).body).toEqual({ status: 'ok' });
     const ready = await client.get('/readyz');
     expect(ready.status).toBe(200);
-    expect(ready.body).toEqual({ status: 'ok', checks: checks[name].map((check) => ({ name: check, status: 'ok' })) });
+    const email = { name: 'email', status: 'off', reason: 'SMTP_URL is not set: email destinations and digests are off', required: false };
+    expect(ready.body).toEqual({ status: 'ok', checks: [...checks[name].map((check) => ({ name: check, status: 'ok' })), ...(name === 'api' ? [email] : [])] });
   }
   const unknown = await h.ingest.get('/nothing-here');
   expect(unknown.status).toBe(404);

@@ -4,7 +4,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { Types } from 'mongoose';
 import { bucketOf, representative } from '../../src/shared/telemetry/histogram.js';
 import { createBlobStore } from '../../src/shared/clients/blob.js';
-import { CheckIn } from '../../src/shared/features/checkins/model.js';
+import { CronCheck, CronPing } from '../../src/shared/features/cron/model.js';
 import { Log } from '../../src/shared/features/logs/model.js';
 import { MetricName } from '../../src/shared/features/metrics/model.js';
 import { Replay, ReplaySegment } from '../../src/shared/features/replays/model.js';
@@ -137,8 +137,11 @@ describe('the rest of what the SDK sends arrives and is stored', () => {
     expect(logs.map((l) => [l.level, l.body]).sort()).toEqual([['info', 'cart c-77 loaded with 3 items'], ['warn', 'inventory low for sku-9']]);
     expect(logs.find((l) => l.level === 'info')!.traceId).toBe(server.traceId);
 
-    const checkIn = await eventually(async () => (await CheckIn.findOne({ projectId }).lean()) ?? undefined, 'the check-in');
-    expect(checkIn).toMatchObject({ monitorSlug: 'nightly-report', status: 'ok', durationMs: 12_500 });
+    // the check-in's monitor_config creates the check, which the check-in then pings
+    const check = await eventually(async () => (await CronCheck.findOne({ projectId, slug: 'nightly-report' }).lean()) ?? undefined, 'the cron check');
+    expect(check).toMatchObject({ schedule: { type: 'crontab', value: '30 2 * * *' }, timezone: 'Europe/Berlin', checkinMargin: 5, maxRuntime: 10 });
+    const ping = await eventually(async () => (await CronPing.findOne({ checkId: check._id }).lean()) ?? undefined, 'the check-in');
+    expect(ping).toMatchObject({ status: 'ok', durationMs: 12_500, source: 'sdk' });
     await eventually(async () => (await MetricName.findOne({ projectId, name: 'cart.loaded' }).lean()) ?? undefined, 'the metric name');
 
     const usage = await eventually(async () => {

@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { Types } from 'mongoose';
 import { createBlobStore, type BlobStore } from '../../src/shared/clients/blob.js';
 import { loadConfig } from '../../src/shared/config.js';
-import { CheckIn } from '../../src/shared/features/checkins/model.js';
-import { ingestCheckIns } from '../../src/shared/features/checkins/service.js';
+import { CronCheck, CronPing } from '../../src/shared/features/cron/model.js';
+import { ingestSdkCheckIns } from '../../src/shared/features/cron/service.js';
 import { ErrorEvent, Issue } from '../../src/shared/features/issues/model.js';
 import { ingestErrorEvents } from '../../src/shared/features/issues/service.js';
 import { Log, LogPattern } from '../../src/shared/features/logs/model.js';
@@ -356,19 +356,20 @@ describe('metric points', () => {
 });
 
 describe('check-ins', () => {
-  test('each status of a check-in is stored once; the monitor config keeps keys MongoDB-compatible servers refuse', async () => {
+  test("each status of an SDK check-in is recorded once; its monitor config creates the check, keeping keys MongoDB-compatible servers refuse out", async () => {
     const project = await projectOf();
     const checkInId = hex(16);
     const base: CheckInRecord = { checkInId, monitorSlug: 'nightly-report', status: 'in_progress', timeMs: NOW, monitorConfig: { schedule: { type: 'crontab', value: '0 3 * * *' }, 'odd.key': true } };
     const batch = [base, { ...base, status: 'ok' as const, durationMs: 4200, timeMs: NOW + 4200 }].map(project.stamp);
-    await ingestCheckIns(batch);
-    await ingestCheckIns(batch);
-    const stored = await CheckIn.find({ projectId: project.objectId, monitorSlug: 'nightly-report' }).sort({ time: -1 }).lean();
-    expect(stored.map((c) => [c.status, c.durationMs])).toEqual([
-      ['ok', 4200],
-      ['in_progress', null],
+    await ingestSdkCheckIns(batch, new Date(NOW + 5000));
+    await ingestSdkCheckIns(batch, new Date(NOW + 5000));
+    const check = (await CronCheck.findOne({ projectId: project.objectId, slug: 'nightly-report' }).lean())!;
+    expect(check).toMatchObject({ schedule: { type: 'crontab', value: '0 3 * * *' }, timezone: 'UTC', state: 'up', lastCheckinAt: new Date(NOW + 4200) });
+    const pings = await CronPing.find({ checkId: check._id }).sort({ receivedAt: -1 }).lean();
+    expect(pings.map((p) => [p.status, p.durationMs, p.runId])).toEqual([
+      ['ok', 4200, checkInId],
+      ['start', null, checkInId],
     ]);
-    expect(JSON.parse(stored[1]!.monitorConfig!)).toEqual(base.monitorConfig);
   });
 });
 
@@ -464,7 +465,7 @@ describe('retention cleanup', () => {
         await ingestSpans([project.stamp(span({ startMs: at, endMs: at + 10, name: age }))]);
         await ingestLogs([project.stamp(log(age, { timeMs: at }))]);
         await ingestMetricPoints([project.stamp(counter(1, at, { name: `metric.${age}` }))]);
-        await ingestCheckIns([project.stamp({ checkInId: hex(16), monitorSlug: age, status: 'ok', timeMs: at })]);
+        await ingestSdkCheckIns([project.stamp({ checkInId: hex(16), monitorSlug: age, status: 'ok', timeMs: at, monitorConfig: { schedule: { type: 'interval', value: 1, unit: 'day' } } })]);
         await ingestSessions([project.stamp(session({ startedMs: at, release: age }))]);
         await ingestReplayEvents([project.stamp(replayEvent(replayId, 0, { timeMs: at, urls: [age] }))]);
         await ingestReplayRecordings([project.stamp(recording(replayId, 0, Buffer.from(age), at))], blobs);
@@ -476,15 +477,16 @@ describe('retention cleanup', () => {
     const middleBlobOfKept = (await ReplaySegment.findOne({ projectId: kept.objectId, time: new Date(ages.middle) }).lean())!.blobKey;
 
     const removed = await cleanup(blobs, new Date(NOW));
-    expect(removed).toMatchObject({ errorEvents: 3, issues: 3, spans: 3, traces: 3, logs: 3, metricPoints: 3, checkIns: 3, releaseHealth: 3, replays: 3, replaySegments: 3 });
+    expect(removed).toMatchObject({ errorEvents: 3, issues: 3, spans: 3, traces: 3, logs: 3, metricPoints: 3, cronPings: 3, releaseHealth: 3, replays: 3, replaySegments: 3 });
 
+    const pinged = new Set((await CronPing.find({}, { checkId: 1 }).lean()).map((p) => p.checkId.toHexString()));
     const survivors = async (projectId: Types.ObjectId) => ({
       spans: (await Span.find({ projectId }).lean()).map((s) => s.name).sort(),
       traces: await Trace.countDocuments({ projectId }),
       logs: (await Log.find({ projectId }).lean()).map((l) => l.body).sort(),
       metrics: (await MetricName.find({ projectId }).lean()).map((m) => m.name).sort(),
       points: await MetricPoint.countDocuments({ projectId }),
-      checkIns: (await CheckIn.find({ projectId }).lean()).map((c) => c.monitorSlug).sort(),
+      checkIns: (await CronCheck.find({ projectId }).lean()).filter((c) => pinged.has(c._id.toHexString())).map((c) => c.slug).sort(),
       releases: (await ReleaseHealth.find({ projectId }).lean()).map((r) => r.release).sort(),
       replays: (await Replay.find({ projectId }).lean()).flatMap((r) => r.urls).sort(),
       segments: await ReplaySegment.countDocuments({ projectId }),

@@ -42,7 +42,10 @@ switch (scenario) {
     break;
   }
   case 'telemetry': {
-    sent.checkIn = Sentry.captureCheckIn({ monitorSlug: 'nightly-report', status: 'ok', duration: 12.5 });
+    sent.checkIn = Sentry.captureCheckIn(
+      { monitorSlug: 'nightly-report', status: 'ok', duration: 12.5 },
+      { schedule: { type: 'crontab', value: '30 2 * * *' }, checkinMargin: 5, maxRuntime: 10, timezone: 'Europe/Berlin' },
+    );
     await Sentry.startSpan({ name: 'GET /cart', op: 'http.server' }, async () => {
       await Sentry.startSpan({ name: 'SELECT * FROM carts WHERE id = ?', op: 'db', attributes: { 'db.system': 'postgresql' } }, async () => new Promise((r) => setTimeout(r, 5)));
       Sentry.logger.info(Sentry.logger.fmt`cart ${'c-77'} loaded with ${3} items`);

@@ -11,6 +11,8 @@ export interface RateLimits {
   loginAddress: RateLimiterAbstract;
   register: RateLimiterAbstract;
   api: RateLimiterAbstract;
+  /** Per check-in token: a looping script, not a schedule. */
+  checkin: RateLimiterAbstract;
 }
 
 export function createRateLimits(config: Config, redis: Redis): RateLimits {
@@ -20,6 +22,7 @@ export function createRateLimits(config: Config, redis: Redis): RateLimits {
     loginAddress: createLimiter(redis, prefix, 'login-ip', config.RATE_LIMIT_LOGIN_ADDRESS, config.RATE_LIMIT_LOGIN_WINDOW_SECONDS),
     register: createLimiter(redis, prefix, 'register', config.RATE_LIMIT_REGISTER, config.RATE_LIMIT_REGISTER_WINDOW_SECONDS),
     api: createLimiter(redis, prefix, 'api', config.RATE_LIMIT_API, config.RATE_LIMIT_API_WINDOW_SECONDS),
+    checkin: createLimiter(redis, prefix, 'checkin', config.CHECKIN_RATE_LIMIT_PER_MINUTE, 60),
   };
 }
 

@@ -22,20 +22,29 @@ async function runCheck(name: string, check: () => Promise<void>) {
   }
 }
 
+/**
+ * What `/readyz` says of a feature that does not decide readiness: off (with why), or a check whose
+ * failure is reported without taking the process out of service (email: alerts wait and retry).
+ */
+export type OptionalCheck = { off: string } | (() => Promise<void>);
+
 /** `/healthz` answers while the process runs; `/readyz` only while every dependency answers. */
-export function healthRouter(checks: ReadinessChecks): Router {
+export function healthRouter(checks: ReadinessChecks, optional: Record<string, OptionalCheck> = {}): Router {
   const router = Router();
   router.get('/healthz', (_req, res) => {
     res.json({ status: 'ok' });
   });
   router.get('/readyz', async (req, res) => {
     const results = await Promise.all(Object.entries(checks).map(([name, check]) => runCheck(name, check)));
+    const notes = await Promise.all(
+      Object.entries(optional).map(async ([name, check]) => (typeof check === 'function' ? { ...(await runCheck(name, check)), required: false } : { name, status: 'off' as const, reason: check.off, required: false })),
+    );
     if (results.every((result) => result.status === 'ok')) {
-      res.json({ status: 'ok', checks: results });
+      res.json({ status: 'ok', checks: [...results, ...notes] });
       return;
     }
     const error = new AppError('not_ready', 'a dependency is not available');
-    res.status(error.status).json({ code: error.code, message: error.message, request_id: req.requestId, checks: results });
+    res.status(error.status).json({ code: error.code, message: error.message, request_id: req.requestId, checks: [...results, ...notes] });
   });
   return router;
 }

@@ -1,6 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { BlobStore } from '../../shared/clients/blob.js';
-import { ingestCheckIns } from '../../shared/features/checkins/service.js';
+import { ingestSdkCheckIns } from '../../shared/features/cron/service.js';
 import { ingestErrorEvents } from '../../shared/features/issues/service.js';
 import { ingestFeedback } from '../../shared/features/feedback/service.js';
 import { ingestLogs } from '../../shared/features/logs/service.js';
@@ -22,7 +22,7 @@ function handlers(blobs: BlobStore): Handlers {
     spans: ({ items }) => ingestSpans(items),
     logs: ({ items }) => ingestLogs(items),
     metrics: ({ items }) => ingestMetricPoints(items),
-    checkins: ({ items }) => ingestCheckIns(items),
+    checkins: ({ items }) => ingestSdkCheckIns(items),
     sessions: ({ items }, batchId) => ingestSessions(items, batchId),
     replay_events: ({ items }) => ingestReplayEvents(items),
     replay_recordings: ({ items }) => ingestReplayRecordings(items, blobs),

@@ -18,6 +18,7 @@
  * An anomaly opens at the first anomalous window and closes at the first evaluation whose window is
  * back inside the band (or has too little data to judge).
  */
+import { openAlert, resolveAlert } from '../alerts/service.js';
 import type { Types } from 'mongoose';
 import { addBuckets, percentile, type Buckets } from '../../telemetry/histogram.js';
 import { contentId } from '../../telemetry/storage.js';
@@ -223,11 +224,23 @@ export async function detectAnomalies(now = Date.now()): Promise<{ opened: numbe
           { $setOnInsert: { orgId: entry.orgId, projectId: entry.projectId, service: entry.service, metric, startedAt: windowStart, endedAt: null }, $set: values, $max: { peakScore: Math.abs(judgement.score) } },
           { upsert: true },
         ),
+        openAlert({
+          key: `anomaly:${id.toHexString()}`,
+          orgId: entry.orgId,
+          projectId: entry.projectId,
+          kind: 'anomaly',
+          subject: { type: 'anomaly', id: id.toHexString() },
+          title: values.reason,
+          details: { service: entry.service, metric, observed: judgement.observed, baseline: judgement.baseline, score: judgement.score },
+          at: windowEnd,
+        }),
       );
     }
   }
   // what is still open was not found anomalous this time: back inside its band, or too quiet to judge
-  for (const anomaly of openByKey.values()) writes.push(Anomaly.updateOne({ _id: anomaly._id, endedAt: null }, { $set: { endedAt: windowEnd } }));
+  for (const anomaly of openByKey.values()) {
+    writes.push(Anomaly.updateOne({ _id: anomaly._id, endedAt: null }, { $set: { endedAt: windowEnd } }), resolveAlert(`anomaly:${anomaly._id.toHexString()}`, windowEnd));
+  }
   await Promise.all(writes);
   return { opened, closed: openByKey.size };
 }

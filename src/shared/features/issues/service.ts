@@ -1,3 +1,4 @@
+import { openAlert, resolveAlertsAbout } from '../alerts/service.js';
 import { Types } from 'mongoose';
 import type { z } from 'zod';
 import { AppError, isDuplicateKey, notFound } from '../../errors.js';
@@ -144,12 +145,28 @@ async function applyEventTransitions(issue: IssueDoc, now: Date): Promise<void> 
   const set = (status: IssueDoc['status'], fields: Record<string, unknown>) =>
     oneAtATime(Issue.collection.collectionName, issue._id, () => Issue.updateOne({ _id: issue._id, status }, { $set: { status: 'unresolved', ...fields } }));
   if (issue.status === 'resolved') {
-    await set('resolved', { regressedAt: now, resolvedAt: null });
+    const flipped = await set('resolved', { regressedAt: now, resolvedAt: null });
+    if (flipped.modifiedCount === 1) await raiseIssueAlert(issue, 'issue.regression', now);
     return;
   }
   const countPassed = issue.ignoredUntilCount != null && issue.eventCount >= issue.ignoredUntilCount;
   const timePassed = issue.ignoredUntil != null && issue.ignoredUntil <= now;
   if (issue.status === 'ignored' && (countPassed || timePassed)) await set('ignored', { ignoredUntil: null, ignoredUntilCount: null });
+}
+
+/** A new issue, or one that regressed at `at`: one alert each, however often the batch is retried. */
+async function raiseIssueAlert(issue: IssueDoc, kind: 'issue.new' | 'issue.regression', at: Date): Promise<void> {
+  const id = issue._id.toHexString();
+  await openAlert({
+    key: kind === 'issue.new' ? `issue:${id}:new` : `issue:${id}:regression:${at.getTime()}`,
+    orgId: issue.orgId,
+    projectId: issue.projectId,
+    kind,
+    subject: { type: 'issue', id },
+    title: `${kind === 'issue.new' ? 'New issue' : 'Regression'}: ${issue.title}`,
+    details: { culprit: issue.culprit ?? null, level: issue.level, events: issue.eventCount },
+    at,
+  });
 }
 
 /** The pages of the events this batch stored on an earlier attempt (a retry counts them now, unless it did then). */
@@ -233,7 +250,10 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
   await inParallel([...groupBy(toCount, (e) => e.issueId.toHexString())], PARALLEL_WRITES, async ([issueId, events]) => {
     const lastPage = Math.max(...events.map((e) => pages.get(e._id.toHexString())!));
     const issue = await countIntoIssue(events, newUsers.get(issueId)?.length ?? 0, lastPage, batchId);
-    if (issue) await applyEventTransitions(issue, now);
+    if (!issue) return;
+    // the batch that created the issue is the first one it counted
+    if (issue.countedBatches.length === 1 && issue.eventCount === events.length) await raiseIssueAlert(issue, 'issue.new', now);
+    await applyEventTransitions(issue, now);
   });
 }
 
@@ -402,5 +422,6 @@ export async function updateIssueStatus(orgId: Types.ObjectId, issueId: string, 
   }
   const updated = await oneAtATime(Issue.collection.collectionName, issue._id, () => Issue.findByIdAndUpdate(issue._id, { $set: set }, { returnDocument: 'after' }).lean<IssueDoc>());
   if (!updated) throw notFound('issue');
+  if (updated.status === 'resolved') await resolveAlertsAbout(orgId, { type: 'issue', id: updated._id.toHexString() }, now);
   return issueJsonOf(updated);
 }

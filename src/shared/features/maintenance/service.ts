@@ -2,7 +2,6 @@ import type { mongo, Types } from 'mongoose';
 import type { BlobStore } from '../../clients/blob.js';
 import { AppliedBatch } from '../../telemetry/storage.js';
 import { Organization, Session } from '../accounts/model.js';
-import { CheckIn } from '../checkins/model.js';
 import { Feedback } from '../feedback/model.js';
 import { ErrorEvent, Issue, IssueUser } from '../issues/model.js';
 import { Log, LogPattern, LogRollup } from '../logs/model.js';
@@ -16,6 +15,9 @@ import { Anomaly } from '../anomalies/model.js';
 import { QueryRollup } from '../database/model.js';
 import { EndpointRollup } from '../endpoints/model.js';
 import { MessageTiming, QueueRollup } from '../queues/model.js';
+import { CronPing } from '../cron/model.js';
+import { UptimeCheck } from '../uptime/model.js';
+import { Alert, AlertDelivery } from '../alerts/model.js';
 
 const DAY_MS = 86_400_000;
 /** Far longer than any retry of a batch job, after which a replayed batch cannot arrive. */
@@ -45,7 +47,11 @@ const expiring: [name: string, collection: mongo.Collection, timeField: string][
   // A series quiet for longer than retention starts over: its next cumulative point counts in full.
   ['metricSeries', MetricSeries.collection, 'lastAt'],
   ['metricNames', MetricName.collection, 'lastSeenAt'],
-  ['checkIns', CheckIn.collection, 'time'],
+  ['cronPings', CronPing.collection, 'receivedAt'],
+  ['uptimeChecks', UptimeCheck.collection, 'checkedAt'],
+  // an alert still open is kept: resolvedAt is null, never before the cutoff
+  ['alerts', Alert.collection, 'resolvedAt'],
+  ['alertDeliveries', AlertDelivery.collection, 'createdAt'],
   ['releaseHealth', ReleaseHealth.collection, 'hour'],
   ['replays', Replay.collection, 'lastSeenAt'],
   ['endUsers', EndUser.collection, 'lastSeen'],

@@ -4,6 +4,7 @@ import type { z } from 'zod';
 import type { Config } from '../../config.js';
 import { AppError, isDuplicateKey, notFound } from '../../errors.js';
 import { paginate, parseId } from '../../paging.js';
+import { slugify } from '../../slug.js';
 import type { MemberPrincipal } from '../../principal.js';
 import { auditAs } from '../audit/service.js';
 import { Counter, Project, ProjectKey, type ProjectDoc, type ProjectKeyDoc } from './model.js';
@@ -38,14 +39,6 @@ function dsnJsonOf(key: ProjectKeyDoc, project: ProjectDoc, config: Config): z.i
   };
 }
 
-const slugify = (name: string) =>
-  name
-    .toLowerCase()
-    .normalize('NFKD')
-    .replace(/[^a-z0-9]+/g, '-')
-    .replace(/^-+|-+$/g, '')
-    .slice(0, 50) || 'project';
-
 async function nextProjectNumber(): Promise<number> {
   const counter = await Counter.findOneAndUpdate({ _id: 'project_number' }, { $inc: { seq: 1 } }, { upsert: true, returnDocument: 'after' }).lean();
   return counter!.seq;
@@ -79,7 +72,7 @@ export async function createProject(principal: MemberPrincipal, input: z.infer<t
   let project: ProjectDoc;
   try {
     project = (
-      await Project.create({ orgId: principal.orgId, name: input.name, slug: slugify(input.name), number: await nextProjectNumber(), platform: input.platform ?? null })
+      await Project.create({ orgId: principal.orgId, name: input.name, slug: slugify(input.name, { max: 50, fallback: 'project' }), number: await nextProjectNumber(), platform: input.platform ?? null })
     ).toObject() as ProjectDoc;
   } catch (error) {
     if (isDuplicateKey(error)) throw new AppError('conflict', 'a project with that name already exists');

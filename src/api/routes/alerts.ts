@@ -1,0 +1,92 @@
+import { z } from 'zod';
+import { alertJson, alertsQuery, createDestinationBody, destinationJson } from '../../shared/features/alerts/schemas.js';
+import { createDestination, deleteDestination, listAlerts, listDestinations } from '../../shared/features/alerts/service.js';
+import { putScheduleBody, previewJson, scheduleJson } from '../../shared/features/reports/schemas.js';
+import { deleteSchedule, getSchedule, previewDigest, putSchedule } from '../../shared/features/reports/service.js';
+import { pageQuery } from '../../shared/paging.js';
+import type { ApiDeps } from '../deps.js';
+import { defineRoute, listOf } from '../routing.js';
+
+export const alertRoutes = (deps: ApiDeps) => {
+  const emailEnabled = deps.config.SMTP_URL !== undefined;
+  return [
+    defineRoute({
+      method: 'get',
+      path: '/v1/alerts',
+      tag: 'Alerts',
+      summary: 'Alert history, newest first, with each delivery\'s status and attempts; filter by project, kind, status and a window on the opening time.',
+      access: 'member',
+      query: alertsQuery,
+      response: listOf(alertJson),
+      handler: ({ principal, query }) => listAlerts(principal.orgId, query),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/alert-destinations',
+      tag: 'Alerts',
+      summary: 'Where alerts are sent (secrets and Slack URLs are never shown in full).',
+      access: 'admin',
+      query: z.object(pageQuery),
+      response: listOf(destinationJson),
+      handler: ({ principal, query }) => listDestinations(principal.orgId, query),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/alert-destinations',
+      tag: 'Alerts',
+      summary: 'Add an email, webhook (signed with X-Sluice-Signature when a secret is set) or Slack destination, optionally for some kinds or projects only.',
+      access: 'admin',
+      body: createDestinationBody,
+      status: 201,
+      response: destinationJson,
+      handler: ({ principal, body, req }) => createDestination(principal, body, { emailEnabled, urlProblem: deps.outbound.urlProblem }, req.ip),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/alert-destinations/{destinationID}',
+      tag: 'Alerts',
+      summary: 'Remove a destination; deliveries still pending to it are dropped.',
+      access: 'admin',
+      params: z.object({ destinationID: z.string() }),
+      status: 204,
+      handler: ({ principal, params, req }) => deleteDestination(principal, params.destinationID, req.ip),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/reports/schedule',
+      tag: 'Reports',
+      summary: 'The digest schedule.',
+      access: 'admin',
+      response: scheduleJson,
+      handler: ({ principal }) => getSchedule(principal.orgId),
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/v1/reports/schedule',
+      tag: 'Reports',
+      summary: 'Set the digest schedule: daily or weekly, at an hour and minute in a time zone, to recipients (needs SMTP_URL).',
+      access: 'admin',
+      body: putScheduleBody,
+      response: scheduleJson,
+      handler: ({ principal, body, req }) => putSchedule(principal, body, emailEnabled, req.ip),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/reports/schedule',
+      tag: 'Reports',
+      summary: 'Stop the digest.',
+      access: 'admin',
+      status: 204,
+      handler: ({ principal, req }) => deleteSchedule(principal, req.ip),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/reports/preview',
+      tag: 'Reports',
+      summary: 'The next digest rendered without sending: subject, HTML, text, the data behind them and the period.',
+      access: 'member',
+      response: previewJson,
+      handler: ({ principal }) => previewDigest(principal.orgId),
+    }),
+  ];
+};

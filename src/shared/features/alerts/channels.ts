@@ -1,0 +1,67 @@
+import { createHmac } from 'node:crypto';
+import type { Mailer } from '../../clients/mailer.js';
+import type { Outbound } from '../../clients/outbound.js';
+import type { AlertEvent } from './model.js';
+import type { DestinationDoc } from './model.js';
+
+/** What leaves the machine: the clients each destination type needs (email is off without a mailer). */
+export interface Channels {
+  mailer: Mailer | undefined;
+  outbound: Outbound;
+}
+
+export interface AlertMessage {
+  subject: string;
+  text: string;
+  html: string;
+  /** The webhook body. */
+  payload: Record<string, unknown>;
+}
+
+const WEBHOOK_TIMEOUT_MS = 10_000;
+
+export const signatureOf = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
+
+const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The mail and chat rendering of one alert event. */
+export function renderAlert(alert: { kind: string; title: string; status: string; details: Record<string, unknown>; openedAt: Date; resolvedAt: Date | null }, event: AlertEvent, payload: Record<string, unknown>): AlertMessage {
+  const verb = event === 'opened' ? 'Alert' : 'Resolved';
+  const subject = `[Sluice] ${verb}: ${alert.title}`;
+  const facts = Object.entries(alert.details).map(([key, value]) => `${key}: ${String(value)}`);
+  const when = event === 'opened' ? `Opened ${alert.openedAt.toISOString()}` : `Resolved ${alert.resolvedAt?.toISOString() ?? ''}`;
+  const lines = [`${verb}: ${alert.title}`, `Kind: ${alert.kind}`, when, ...facts];
+  const html = `<h2>${escapeHtml(`${verb}: ${alert.title}`)}</h2><ul>${lines.slice(1).map((line) => `<li>${escapeHtml(line)}</li>`).join('')}</ul>`;
+  return { subject, text: `${lines.join('\n')}\n`, html, payload };
+}
+
+async function postJson(channels: Channels, url: string, body: string, headers: Record<string, string>): Promise<void> {
+  const response = await channels.outbound.request({
+    url,
+    method: 'POST',
+    headers: { 'content-type': 'application/json', 'user-agent': 'Sluice-Alerts/1', ...headers },
+    body,
+    timeoutMs: WEBHOOK_TIMEOUT_MS,
+    maxBodyBytes: 4096,
+  });
+  if (response.status < 200 || response.status >= 300) throw new Error(`${new URL(url).host} answered ${response.status}`);
+}
+
+/** Sends one alert event to one destination; throws with a reason the delivery record shows. */
+export async function sendToDestination(destination: DestinationDoc, message: AlertMessage, channels: Channels): Promise<void> {
+  switch (destination.type) {
+    case 'email':
+      if (!channels.mailer) throw new Error('email is off: SMTP_URL is not set');
+      await channels.mailer.send({ to: destination.emails, subject: message.subject, text: message.text, html: message.html });
+      return;
+    case 'webhook': {
+      const body = JSON.stringify(message.payload);
+      await postJson(channels, destination.url!, body, destination.secret ? { 'x-sluice-signature': signatureOf(destination.secret, body) } : {});
+      return;
+    }
+    case 'slack':
+      // Slack's incoming-webhook payload: `text` is the notification, mrkdwn allowed.
+      await postJson(channels, destination.url!, JSON.stringify({ text: message.text.trim() }), {});
+      return;
+  }
+}

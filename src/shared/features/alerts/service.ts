@@ -1,0 +1,244 @@
+import type { Types } from 'mongoose';
+import type { z } from 'zod';
+import { AppError, notFound } from '../../errors.js';
+import { paginate, parseId } from '../../paging.js';
+import type { MemberPrincipal } from '../../principal.js';
+import { contentId, insertNew } from '../../telemetry/storage.js';
+import { namedProjects, projectFilter } from '../../views.js';
+import { auditAs } from '../audit/service.js';
+import { renderAlert, sendToDestination, type Channels } from './channels.js';
+import { Alert, AlertDelivery, AlertDestination, type AlertDoc, type AlertEvent, type AlertKind, type DeliveryDoc, type DestinationDoc } from './model.js';
+import type { alertJson, alertsQuery, createDestinationBody, destinationJson } from './schemas.js';
+
+export interface AlertInput {
+  /** Names the incident: the same key opens one alert, however often or by how many processes it is raised. */
+  key: string;
+  orgId: Types.ObjectId;
+  projectId: Types.ObjectId | null;
+  kind: AlertKind;
+  subject: { type: string; id: string };
+  title: string;
+  details?: Record<string, string | number | boolean | null>;
+  at: Date;
+}
+
+/** Kinds whose end a person caused (they resolved the issue), so no one is told about it. */
+const SILENT_RESOLUTION = new Set<AlertKind>(['issue.new', 'issue.regression']);
+
+export const alertIdOf = (key: string) => contentId('alert', key);
+
+/** Opens the incident's alert; answers it, or undefined when that incident was opened before. */
+export async function openAlert(input: AlertInput): Promise<AlertDoc | undefined> {
+  const doc = {
+    _id: alertIdOf(input.key),
+    orgId: input.orgId,
+    projectId: input.projectId,
+    kind: input.kind,
+    status: 'open',
+    subjectType: input.subject.type,
+    subjectId: input.subject.id,
+    title: input.title,
+    details: input.details ?? {},
+    openedAt: input.at,
+    resolvedAt: null,
+    dispatched: [],
+    pendingDispatch: true,
+  };
+  const [inserted] = await insertNew(Alert.collection, [doc]);
+  return inserted as AlertDoc | undefined;
+}
+
+/** Resolves the incident's alert if it is open; true when this call resolved it. */
+export async function resolveAlert(key: string, at: Date, details: Record<string, string | number | boolean | null> = {}): Promise<boolean> {
+  const _id = alertIdOf(key);
+  const alert = await Alert.findById(_id, { kind: 1, details: 1 }).lean<AlertDoc>();
+  if (!alert) return false;
+  const silent = SILENT_RESOLUTION.has(alert.kind);
+  const result = await Alert.updateOne(
+    { _id, status: 'open' },
+    {
+      $set: { status: 'resolved', resolvedAt: at, details: { ...(alert.details as object), ...details }, pendingDispatch: !silent },
+      ...(silent && { $addToSet: { dispatched: 'resolved' } }),
+    },
+  );
+  return result.modifiedCount === 1;
+}
+
+/** Resolves every open alert about one subject (an issue someone resolved). */
+export async function resolveAlertsAbout(orgId: Types.ObjectId, subject: { type: string; id: string }, at: Date): Promise<void> {
+  const open = await Alert.find({ orgId, subjectId: subject.id, subjectType: subject.type, status: 'open' }, { _id: 1 }).lean();
+  for (const alert of open) {
+    await Alert.updateOne({ _id: alert._id, status: 'open' }, { $set: { status: 'resolved', resolvedAt: at, pendingDispatch: false }, $addToSet: { dispatched: 'resolved' } });
+  }
+}
+
+type AlertJson = z.infer<typeof alertJson>;
+
+const alertPayloadOf = (alert: AlertDoc): Omit<AlertJson, 'deliveries'> => ({
+  id: alert._id.toHexString(),
+  kind: alert.kind,
+  status: alert.status,
+  project_id: alert.projectId?.toHexString() ?? null,
+  subject: { type: alert.subjectType, id: alert.subjectId },
+  title: alert.title,
+  details: (alert.details ?? {}) as Record<string, unknown>,
+  opened_at: alert.openedAt.toISOString(),
+  resolved_at: alert.resolvedAt?.toISOString() ?? null,
+});
+
+const deliveryJsonOf = (delivery: DeliveryDoc) => ({
+  destination_id: delivery.destinationId.toHexString(),
+  event: delivery.event,
+  status: delivery.status,
+  attempts: delivery.attempts,
+  last_error: delivery.lastError ?? null,
+  last_attempt_at: delivery.lastAttemptAt?.toISOString() ?? null,
+});
+
+export async function listAlerts(orgId: Types.ObjectId, query: z.infer<typeof alertsQuery>) {
+  // The history is not a time-bounded view: without from/to it reaches back to the first alert.
+  const filter: Record<string, unknown> = { orgId, ...projectFilter(await namedProjects(orgId, query.project)) };
+  if (query.kind) filter.kind = query.kind;
+  if (query.status) filter.status = query.status;
+  if (query.from || query.to) filter.openedAt = { ...(query.from && { $gte: query.from }), ...(query.to && { $lte: query.to }) };
+  if (query.from && query.to && query.from > query.to) throw new AppError('validation_failed', '`from` is after `to`', { details: [{ path: 'query.from', message: 'after to' }] });
+  const page = await paginate(Alert, filter, { sortField: 'openedAt', direction: -1, limit: query.limit, cursor: query.cursor });
+  const alerts = page.items as AlertDoc[];
+  const deliveries = alerts.length ? await AlertDelivery.find({ alertId: { $in: alerts.map((a) => a._id) } }).sort({ createdAt: 1 }).lean<DeliveryDoc[]>() : [];
+  return {
+    data: alerts.map((alert) => ({
+      ...alertPayloadOf(alert),
+      deliveries: deliveries.filter((d) => d.alertId.equals(alert._id)).map(deliveryJsonOf),
+    })),
+    next_cursor: page.nextCursor,
+  };
+}
+
+/** The events of an alert that destinations are told about, given its status. */
+const eventsOf = (alert: AlertDoc): AlertEvent[] => (alert.status === 'open' ? ['opened'] : ['opened', 'resolved']);
+
+const wants = (destination: DestinationDoc, alert: AlertDoc) =>
+  (destination.kinds.length === 0 || destination.kinds.includes(alert.kind)) &&
+  (destination.projectIds.length === 0 || (alert.projectId !== null && destination.projectIds.some((id) => id.equals(alert.projectId!))));
+
+/**
+ * Hands every alert event not yet handed over to the destinations that want it: one delivery record
+ * and one job per (alert, destination, event), both keyed by the delivery's derived id, so a second
+ * dispatcher run (or a crash between the two) never sends twice. Answers how many deliveries it made.
+ */
+export async function dispatchAlerts(enqueue: (deliveryId: string) => Promise<void>, now = new Date()): Promise<number> {
+  const pending = await Alert.find({ pendingDispatch: true }).limit(200).lean<AlertDoc[]>();
+  let made = 0;
+  for (const alert of pending) {
+    const events = eventsOf(alert).filter((event) => !alert.dispatched.includes(event));
+    const destinations = (await AlertDestination.find({ orgId: alert.orgId }).lean<DestinationDoc[]>()).filter((d) => wants(d, alert));
+    const deliveries = events.flatMap((event) =>
+      destinations.map((destination) => ({
+        _id: contentId('delivery', alert._id.toHexString(), destination._id.toHexString(), event),
+        orgId: alert.orgId,
+        alertId: alert._id,
+        destinationId: destination._id,
+        event,
+        status: 'pending',
+        attempts: 0,
+        lastError: null,
+        lastAttemptAt: null,
+        createdAt: now,
+      })),
+    );
+    await insertNew(AlertDelivery.collection, deliveries);
+    for (const delivery of deliveries) await enqueue(delivery._id.toHexString());
+    made += deliveries.length;
+    // Matched only while the status is the one read: an alert resolved meanwhile stays pending for its next event.
+    await Alert.updateOne({ _id: alert._id, status: alert.status }, { $set: { pendingDispatch: false }, $addToSet: { dispatched: { $each: events } } });
+  }
+  return made;
+}
+
+/**
+ * One attempt of one delivery. Safe to run twice: a sent delivery is not sent again. Throws on a
+ * failed attempt so the queue retries it with backoff; the last attempt's failure stays recorded.
+ */
+export async function deliverAlert(deliveryId: string, channels: Channels, attempt: { final: boolean }, now = new Date()): Promise<'sent' | 'skipped'> {
+  const delivery = await AlertDelivery.findById(parseId(deliveryId, 'delivery')).lean<DeliveryDoc>();
+  if (!delivery || delivery.status === 'sent' || delivery.status === 'failed') return 'skipped';
+  const [alert, destination] = await Promise.all([
+    Alert.findById(delivery.alertId).lean<AlertDoc>(),
+    AlertDestination.findById(delivery.destinationId).lean<DestinationDoc>(),
+  ]);
+  const record = (fields: Partial<DeliveryDoc>) =>
+    AlertDelivery.updateOne({ _id: delivery._id }, { $set: { ...fields, lastAttemptAt: now }, $inc: { attempts: 1 } });
+  if (!alert || !destination) {
+    await record({ status: 'failed', lastError: alert ? 'the destination was removed' : 'the alert was removed' });
+    return 'skipped';
+  }
+  const payload = { event: `alert.${delivery.event}`, alert: alertPayloadOf(alert) };
+  try {
+    await sendToDestination(destination, renderAlert(alert as never, delivery.event, payload), channels);
+  } catch (error) {
+    const reason = (error as Error).message.slice(0, 500);
+    await record({ status: attempt.final ? 'failed' : 'retrying', lastError: reason });
+    throw error;
+  }
+  await record({ status: 'sent', lastError: null });
+  return 'sent';
+}
+
+type DestinationJson = z.infer<typeof destinationJson>;
+
+/** A Slack webhook URL is a credential: its origin and last four characters are enough to recognise it. */
+const maskedUrl = (url: string) => `${new URL(url).origin}/…${url.slice(-4)}`;
+
+const destinationJsonOf = (destination: DestinationDoc): DestinationJson => ({
+  id: destination._id.toHexString(),
+  type: destination.type,
+  name: destination.name ?? null,
+  ...(destination.type === 'email' && { emails: destination.emails }),
+  ...(destination.type === 'webhook' && { url: destination.url!, secret_set: destination.secret !== null }),
+  ...(destination.type === 'slack' && { url: maskedUrl(destination.url!) }),
+  kinds: destination.kinds as AlertKind[],
+  project_ids: destination.projectIds.map((id) => id.toHexString()),
+  created_at: destination.createdAt.toISOString(),
+});
+
+export async function listDestinations(orgId: Types.ObjectId, options: { limit: number; cursor?: string | undefined }) {
+  const page = await paginate(AlertDestination, { orgId }, { sortField: 'createdAt', direction: 1, ...options });
+  return { data: (page.items as DestinationDoc[]).map(destinationJsonOf), next_cursor: page.nextCursor };
+}
+
+export interface DestinationChecks {
+  emailEnabled: boolean;
+  urlProblem(url: string): string | undefined;
+}
+
+export async function createDestination(principal: MemberPrincipal, input: z.infer<typeof createDestinationBody>, checks: DestinationChecks, ip: string | undefined) {
+  if (input.type === 'email' && !checks.emailEnabled) {
+    throw new AppError('validation_failed', 'email is off on this server: set SMTP_URL to send alert email', { details: [{ path: 'body.type', message: 'email is off (SMTP_URL is not set)' }] });
+  }
+  if (input.type !== 'email') {
+    const problem = checks.urlProblem(input.url);
+    if (problem) throw new AppError('validation_failed', `url cannot be used: ${problem}`, { details: [{ path: 'body.url', message: problem }] });
+  }
+  const projectIds = await namedProjects(principal.orgId, input.project_ids);
+  const destination = (
+    await AlertDestination.create({
+      orgId: principal.orgId,
+      type: input.type,
+      name: input.name ?? null,
+      emails: input.type === 'email' ? [...new Set(input.emails.map((email) => email.toLowerCase()))] : [],
+      url: input.type === 'email' ? null : input.url,
+      secret: input.type === 'webhook' ? (input.secret ?? null) : null,
+      kinds: [...new Set(input.kinds ?? [])],
+      projectIds: projectIds ?? [],
+      createdAt: new Date(),
+    })
+  ).toObject() as DestinationDoc;
+  await auditAs(principal, ip)('alert_destination.create', { type: 'alert_destination', id: destination._id }, { type: destination.type });
+  return destinationJsonOf(destination);
+}
+
+export async function deleteDestination(principal: MemberPrincipal, destinationId: string, ip: string | undefined): Promise<void> {
+  const removed = await AlertDestination.findOneAndDelete({ _id: parseId(destinationId, 'alert destination'), orgId: principal.orgId }).lean<DestinationDoc>();
+  if (!removed) throw notFound('alert destination');
+  await auditAs(principal, ip)('alert_destination.delete', { type: 'alert_destination', id: removed._id }, { type: removed.type });
+}

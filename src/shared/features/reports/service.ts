@@ -1,0 +1,110 @@
+import type { Types } from 'mongoose';
+import type { z } from 'zod';
+import type { Mailer } from '../../clients/mailer.js';
+import { AppError, notFound } from '../../errors.js';
+import type { MemberPrincipal } from '../../principal.js';
+import { auditAs } from '../audit/service.js';
+import { nextRun, timezoneProblem } from '../cron/schedule.js';
+import { gatherDigest, renderDigest, type Digest } from './digest.js';
+import { ReportSchedule, type ReportScheduleDoc } from './model.js';
+import { weekdays, type putScheduleBody, type scheduleJson } from './schemas.js';
+
+const DAY_MS = 86_400_000;
+
+const scheduleJsonOf = (schedule: ReportScheduleDoc): z.infer<typeof scheduleJson> => ({
+  cadence: schedule.cadence,
+  weekday: weekdays[schedule.weekday]!,
+  hour: schedule.hour,
+  minute: schedule.minute,
+  timezone: schedule.timezone,
+  recipients: schedule.recipients,
+  next_send_at: schedule.nextSendAt.toISOString(),
+  last_sent_at: schedule.lastSentAt?.toISOString() ?? null,
+  last_error: schedule.lastError ?? null,
+});
+
+/** The next send time after `after`, in the schedule's zone (a crontab, so DST is handled as for cron checks). */
+const nextSendAfter = (schedule: Pick<ReportScheduleDoc, 'cadence' | 'weekday' | 'hour' | 'minute' | 'timezone'>, after: Date) =>
+  nextRun({ type: 'crontab', value: `${schedule.minute} ${schedule.hour} * * ${schedule.cadence === 'weekly' ? schedule.weekday : '*'}` }, schedule.timezone, after);
+
+const periodLength = (cadence: ReportScheduleDoc['cadence']) => (cadence === 'weekly' ? 7 : 1) * DAY_MS;
+
+export async function getSchedule(orgId: Types.ObjectId) {
+  const schedule = await ReportSchedule.findById(orgId).lean<ReportScheduleDoc>();
+  if (!schedule) throw notFound('report schedule');
+  return scheduleJsonOf(schedule);
+}
+
+export async function putSchedule(principal: MemberPrincipal, input: z.infer<typeof putScheduleBody>, emailEnabled: boolean, ip: string | undefined, now = new Date()) {
+  if (!emailEnabled) throw new AppError('validation_failed', 'email is off on this server: set SMTP_URL to send digests', { details: [{ path: 'body.recipients', message: 'email is off (SMTP_URL is not set)' }] });
+  const problem = timezoneProblem(input.timezone);
+  if (problem) throw new AppError('validation_failed', problem, { details: [{ path: 'body.timezone', message: problem }] });
+  const fields = {
+    cadence: input.cadence,
+    weekday: typeof input.weekday === 'number' ? input.weekday % 7 : weekdays.indexOf(input.weekday),
+    hour: input.hour,
+    minute: input.minute,
+    timezone: input.timezone,
+    recipients: [...new Set(input.recipients.map((email) => email.toLowerCase()))],
+  };
+  const schedule = await ReportSchedule.findOneAndUpdate(
+    { _id: principal.orgId },
+    { $set: { ...fields, nextSendAt: nextSendAfter(fields, now), lastError: null, updatedAt: now } },
+    { upsert: true, returnDocument: 'after' },
+  ).lean<ReportScheduleDoc>();
+  await auditAs(principal, ip)('report_schedule.set', { type: 'report_schedule', id: principal.orgId }, { cadence: fields.cadence });
+  return scheduleJsonOf(schedule!);
+}
+
+export async function deleteSchedule(principal: MemberPrincipal, ip: string | undefined): Promise<void> {
+  const removed = await ReportSchedule.findOneAndDelete({ _id: principal.orgId }).lean();
+  if (!removed) throw notFound('report schedule');
+  await auditAs(principal, ip)('report_schedule.delete', { type: 'report_schedule', id: principal.orgId });
+}
+
+/** The digest for the period ending at `to`. */
+async function digestFor(orgId: Types.ObjectId, cadence: ReportScheduleDoc['cadence'], to: Date): Promise<Digest> {
+  const from = new Date(to.getTime() - periodLength(cadence));
+  const data = await gatherDigest(orgId, from, to);
+  return renderDigest(data, { from: from.toISOString(), to: to.toISOString(), cadence });
+}
+
+/**
+ * The next digest, rendered now and not sent: the period that ends at the schedule's next send time
+ * (with what has arrived so far), or without a schedule, the last day.
+ */
+export async function previewDigest(orgId: Types.ObjectId, now = new Date()): Promise<Digest> {
+  const schedule = await ReportSchedule.findById(orgId).lean<ReportScheduleDoc>();
+  return schedule ? digestFor(orgId, schedule.cadence, schedule.nextSendAt) : digestFor(orgId, 'daily', now);
+}
+
+/**
+ * Schedules whose send time has come: each is moved on to its next send time by a write conditional
+ * on the time read, so one tick (of however many workers) claims it, and answered with the send time
+ * that names the digest for its job.
+ */
+export async function claimDueReports(now = new Date()): Promise<{ orgId: string; sendAt: number }[]> {
+  const due = await ReportSchedule.find({ nextSendAt: { $lte: now } }).lean<ReportScheduleDoc[]>();
+  const claimed: { orgId: string; sendAt: number }[] = [];
+  for (const schedule of due) {
+    const moved = await ReportSchedule.updateOne({ _id: schedule._id, nextSendAt: schedule.nextSendAt }, { $set: { nextSendAt: nextSendAfter(schedule, now) } });
+    if (moved.modifiedCount === 1) claimed.push({ orgId: schedule._id.toHexString(), sendAt: schedule.nextSendAt.getTime() });
+  }
+  return claimed;
+}
+
+/** Renders the digest that was due at `sendAt` (exactly what the preview showed for it) and mails it. */
+export async function sendDigest(orgId: Types.ObjectId, sendAt: Date, mailer: Mailer | undefined, now = new Date()): Promise<'sent' | 'skipped'> {
+  const schedule = await ReportSchedule.findById(orgId).lean<ReportScheduleDoc>();
+  if (!schedule) return 'skipped';
+  const digest = await digestFor(orgId, schedule.cadence, sendAt);
+  try {
+    if (!mailer) throw new Error('email is off: SMTP_URL is not set');
+    await mailer.send({ to: schedule.recipients, subject: digest.subject, text: digest.text, html: digest.html });
+  } catch (error) {
+    await ReportSchedule.updateOne({ _id: orgId }, { $set: { lastError: (error as Error).message.slice(0, 500) } });
+    throw error;
+  }
+  await ReportSchedule.updateOne({ _id: orgId }, { $set: { lastSentAt: now, lastError: null } });
+  return 'sent';
+}

@@ -1,0 +1,284 @@
+import type { Types } from 'mongoose';
+import type { z } from 'zod';
+import type { Outbound } from '../../clients/outbound.js';
+import { AppError, notFound } from '../../errors.js';
+import { paginate, parseId } from '../../paging.js';
+import type { MemberPrincipal } from '../../principal.js';
+import { namedProjects, projectFilter } from '../../views.js';
+import { openAlert, resolveAlert } from '../alerts/service.js';
+import { auditAs } from '../audit/service.js';
+import { findProject } from '../projects/service.js';
+import { UptimeCheck, UptimeMonitor, type UptimeCheckDoc, type UptimeMonitorDoc } from './model.js';
+import type { createMonitorBody, listMonitorsQuery, monitorJson, probeResultJson, updateMonitorBody } from './schemas.js';
+
+/** A failing probe of a monitor not yet down is repeated this soon (or at its interval, if shorter) to confirm. */
+export const CONFIRM_AFTER_MS = 10_000;
+/** Body read for the keyword checks. */
+const BODY_READ_BYTES = 1 << 20;
+
+type MonitorJson = z.infer<typeof monitorJson>;
+
+const monitorJsonOf = (monitor: UptimeMonitorDoc): MonitorJson => ({
+  id: monitor._id.toHexString(),
+  project_id: monitor.projectId.toHexString(),
+  name: monitor.name,
+  url: monitor.url,
+  method: monitor.method,
+  headers: Object.fromEntries(monitor.headers.map((h) => [h.name, h.value])),
+  body: monitor.body ?? null,
+  interval_seconds: monitor.intervalSeconds,
+  timeout_ms: monitor.timeoutMs,
+  expected_status: monitor.expectedStatus as (number | string)[],
+  keyword: monitor.keyword ?? null,
+  keyword_absent: (monitor.keywordAbsent as string | boolean | null) ?? null,
+  max_redirects: monitor.maxRedirects,
+  failure_threshold: monitor.failureThreshold,
+  recovery_threshold: monitor.recoveryThreshold,
+  verify_tls: monitor.verifyTls,
+  state: monitor.paused ? 'paused' : monitor.state,
+  last_checked_at: monitor.lastCheckedAt?.toISOString() ?? null,
+  last_error: monitor.lastError ?? null,
+  next_check_at: monitor.paused ? null : monitor.nextProbeAt.toISOString(),
+  tls_expires_at: monitor.tlsValidTo?.toISOString() ?? null,
+  created_at: monitor.createdAt.toISOString(),
+});
+
+const probeResultJsonOf = (check: UptimeCheckDoc): z.infer<typeof probeResultJson> => ({
+  id: check._id.toHexString(),
+  checked_at: check.checkedAt.toISOString(),
+  ok: check.ok,
+  status_code: check.statusCode ?? null,
+  latency_ms: check.latencyMs ?? null,
+  error: check.error ?? null,
+  tls_days_left: check.tlsDaysLeft ?? null,
+});
+
+function refuseUrl(url: string | undefined, outbound: Pick<Outbound, 'urlProblem'>): void {
+  const problem = url === undefined ? undefined : outbound.urlProblem(url);
+  if (problem) throw new AppError('validation_failed', `url cannot be probed: ${problem}`, { details: [{ path: 'body.url', message: problem }] });
+}
+
+const headerPairs = (headers: Record<string, string>) => Object.entries(headers).map(([name, value]) => ({ name, value }));
+
+async function findMonitor(orgId: Types.ObjectId, monitorId: string): Promise<UptimeMonitorDoc> {
+  const monitor = await UptimeMonitor.findOne({ _id: parseId(monitorId, 'uptime monitor'), orgId }).lean<UptimeMonitorDoc>();
+  if (!monitor) throw notFound('uptime monitor');
+  return monitor;
+}
+
+export async function createMonitor(principal: MemberPrincipal, input: z.infer<typeof createMonitorBody>, outbound: Pick<Outbound, 'urlProblem'>, ip: string | undefined, now = new Date()) {
+  refuseUrl(input.url, outbound);
+  const project = await findProject(principal.orgId, input.project_id);
+  const monitor = (
+    await UptimeMonitor.create({
+      orgId: principal.orgId,
+      projectId: project._id,
+      name: input.name,
+      url: input.url,
+      method: input.method,
+      headers: headerPairs(input.headers),
+      body: input.body,
+      intervalSeconds: input.interval_seconds,
+      timeoutMs: input.timeout_ms,
+      expectedStatus: input.expected_status,
+      keyword: input.keyword,
+      keywordAbsent: input.keyword_absent,
+      maxRedirects: input.max_redirects,
+      failureThreshold: input.failure_threshold,
+      recoveryThreshold: input.recovery_threshold,
+      verifyTls: input.verify_tls,
+      state: 'pending',
+      paused: input.paused,
+      // due at once: the scheduler's next tick probes it
+      nextProbeAt: now,
+      createdAt: now,
+    })
+  ).toObject() as UptimeMonitorDoc;
+  await auditAs(principal, ip)('uptime_monitor.create', { type: 'uptime_monitor', id: monitor._id }, { name: monitor.name, url: monitor.url });
+  return monitorJsonOf(monitor);
+}
+
+export async function listMonitors(orgId: Types.ObjectId, query: z.infer<typeof listMonitorsQuery>) {
+  const filter: Record<string, unknown> = { orgId, ...projectFilter(await namedProjects(orgId, [...(query.project ?? []), ...(query.project_id ?? [])])) };
+  if (query.state === 'paused') filter.paused = true;
+  else if (query.state) Object.assign(filter, { state: query.state, paused: false });
+  const page = await paginate(UptimeMonitor, filter, { sortField: 'createdAt', direction: 1, limit: query.limit, cursor: query.cursor });
+  return { data: (page.items as UptimeMonitorDoc[]).map(monitorJsonOf), next_cursor: page.nextCursor };
+}
+
+export const getMonitor = async (orgId: Types.ObjectId, monitorId: string) => monitorJsonOf(await findMonitor(orgId, monitorId));
+
+const fieldNames: Record<string, string> = {
+  name: 'name',
+  url: 'url',
+  method: 'method',
+  body: 'body',
+  interval_seconds: 'intervalSeconds',
+  timeout_ms: 'timeoutMs',
+  expected_status: 'expectedStatus',
+  keyword: 'keyword',
+  keyword_absent: 'keywordAbsent',
+  max_redirects: 'maxRedirects',
+  failure_threshold: 'failureThreshold',
+  recovery_threshold: 'recoveryThreshold',
+  verify_tls: 'verifyTls',
+};
+
+export async function updateMonitor(principal: MemberPrincipal, monitorId: string, input: z.infer<typeof updateMonitorBody>, outbound: Pick<Outbound, 'urlProblem'>, ip: string | undefined, now = new Date()) {
+  refuseUrl(input.url, outbound);
+  const monitor = await findMonitor(principal.orgId, monitorId);
+  const set: Record<string, unknown> = {};
+  for (const [field, value] of Object.entries(input)) if (fieldNames[field]) set[fieldNames[field]] = value;
+  if (input.headers) set.headers = headerPairs(input.headers);
+  if (input.paused !== undefined) set.paused = input.paused;
+  // A changed target or a resume is probed at once; a paused monitor is not probed at all.
+  if (input.url !== undefined || input.method !== undefined || (input.paused === false && monitor.paused)) set.nextProbeAt = now;
+  if (input.url !== undefined && input.url !== monitor.url) Object.assign(set, { state: 'pending', consecutiveFailures: 0, consecutiveSuccesses: 0 });
+  const updated = await UptimeMonitor.findOneAndUpdate({ _id: monitor._id, orgId: principal.orgId }, { $set: set }, { returnDocument: 'after' }).lean<UptimeMonitorDoc>();
+  if (!updated) throw notFound('uptime monitor');
+  await auditAs(principal, ip)('uptime_monitor.update', { type: 'uptime_monitor', id: monitor._id }, { fields: Object.keys(input) });
+  return monitorJsonOf(updated);
+}
+
+export async function deleteMonitor(principal: MemberPrincipal, monitorId: string, ip: string | undefined, now = new Date()): Promise<void> {
+  const monitor = await UptimeMonitor.findOneAndDelete({ _id: parseId(monitorId, 'uptime monitor'), orgId: principal.orgId }).lean<UptimeMonitorDoc>();
+  if (!monitor) throw notFound('uptime monitor');
+  await UptimeCheck.deleteMany({ monitorId: monitor._id });
+  for (const key of [monitor.openAlertKey, monitor.tlsAlertKey]) if (key) await resolveAlert(key, now, { reason: 'monitor deleted' });
+  await auditAs(principal, ip)('uptime_monitor.delete', { type: 'uptime_monitor', id: monitor._id }, { name: monitor.name });
+}
+
+export async function listProbeResults(orgId: Types.ObjectId, monitorId: string, options: { limit: number; cursor?: string | undefined }) {
+  const monitor = await findMonitor(orgId, monitorId);
+  const page = await paginate(UptimeCheck, { monitorId: monitor._id }, { sortField: 'checkedAt', direction: -1, ...options });
+  return { data: (page.items as UptimeCheckDoc[]).map(probeResultJsonOf), next_cursor: page.nextCursor };
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Probing
+
+/** Whether a status code is one of the expected codes or ranges ("200-299", "2xx", 301). */
+export function statusExpected(status: number, expected: (number | string)[]): boolean {
+  return expected.some((entry) => {
+    if (typeof entry === 'number') return status === entry;
+    if (/^\dxx$/.test(entry)) return Math.floor(status / 100) === Number(entry[0]);
+    const [low, high = low] = entry.split('-').map(Number) as [number, number?];
+    return status >= low && status <= high;
+  });
+}
+
+export interface ProbeOutcome {
+  ok: boolean;
+  statusCode: number | null;
+  latencyMs: number | null;
+  error: string | null;
+  tlsDaysLeft: number | null;
+  tlsValidTo: Date | null;
+}
+
+/** One probe: the request through the outbound guard, then the status and keyword rules. */
+export async function probe(monitor: UptimeMonitorDoc, outbound: Outbound): Promise<ProbeOutcome> {
+  let response;
+  try {
+    response = await outbound.request({
+      url: monitor.url,
+      method: monitor.method,
+      headers: { 'user-agent': 'Sluice-Uptime/1', ...Object.fromEntries(monitor.headers.map((h) => [h.name, h.value])) },
+      ...(monitor.body != null && { body: monitor.body }),
+      timeoutMs: monitor.timeoutMs,
+      maxRedirects: monitor.maxRedirects,
+      verifyTls: monitor.verifyTls,
+      maxBodyBytes: BODY_READ_BYTES,
+    });
+  } catch (error) {
+    return { ok: false, statusCode: null, latencyMs: null, error: (error as Error).message, tlsDaysLeft: null, tlsValidTo: null };
+  }
+  const expected = monitor.expectedStatus as (number | string)[];
+  const tls = { tlsDaysLeft: response.tlsDaysLeft, tlsValidTo: response.tlsValidTo };
+  const failed = (error: string) => ({ ok: false, statusCode: response.status, latencyMs: response.latencyMs, error, ...tls });
+  if (!statusExpected(response.status, expected)) return failed(`status ${response.status} is not one of ${expected.join(', ')}`);
+  const absent = monitor.keywordAbsent === true ? monitor.keyword : (monitor.keywordAbsent as string | null);
+  if (monitor.keyword && monitor.keywordAbsent !== true && !response.body.includes(monitor.keyword)) return failed(`keyword "${monitor.keyword}" not found in the body`);
+  if (absent && response.body.includes(absent)) return failed(`"${absent}" found in the body`);
+  return { ok: true, statusCode: response.status, latencyMs: response.latencyMs, error: null, ...tls };
+}
+
+/** Monitors whose probe is due, each with the due time that names its turn (for a job id). */
+export async function dueMonitors(now = new Date()): Promise<{ id: string; due: number }[]> {
+  const due = await UptimeMonitor.find({ paused: false, nextProbeAt: { $lte: now } }, { nextProbeAt: 1 }).lean<UptimeMonitorDoc[]>();
+  return due.map((monitor) => ({ id: monitor._id.toHexString(), due: monitor.nextProbeAt.getTime() }));
+}
+
+/**
+ * Probes a monitor whose turn is `due` and moves its state: `failure_threshold` failures in a row
+ * make it `down` (one alert for the incident), `recovery_threshold` successes make a down monitor `up`
+ * (resolving it); the first success makes a pending monitor `up`. A certificate expiring within
+ * `tlsWarnDays` raises one alert per certificate. The turn is claimed by moving `nextProbeAt` on
+ * from the value it was due at, so a turn is probed once however many workers pick it up.
+ */
+export async function probeMonitor(monitorId: string, due: number, deps: { outbound: Outbound; tlsWarnDays: number }, now = () => new Date()): Promise<ProbeOutcome | undefined> {
+  const claimed = await UptimeMonitor.findById(parseId(monitorId, 'uptime monitor')).lean<UptimeMonitorDoc>();
+  if (!claimed || claimed.paused || claimed.nextProbeAt.getTime() !== due) return undefined;
+  const turn = await UptimeMonitor.updateOne(
+    { _id: claimed._id, nextProbeAt: claimed.nextProbeAt },
+    { $set: { nextProbeAt: new Date(now().getTime() + claimed.intervalSeconds * 1000) } },
+  );
+  if (turn.modifiedCount === 0) return undefined;
+  const outcome = await probe(claimed, deps.outbound);
+  const at = now();
+  const checkId = (await UptimeCheck.create({ orgId: claimed.orgId, monitorId: claimed._id, checkedAt: at, ...outcome }))._id.toHexString();
+
+  const failures = outcome.ok ? 0 : claimed.consecutiveFailures + 1;
+  const successes = outcome.ok ? claimed.consecutiveSuccesses + 1 : 0;
+  const set: Record<string, unknown> = { consecutiveFailures: failures, consecutiveSuccesses: successes, lastCheckedAt: at, lastError: outcome.error, tlsValidTo: outcome.tlsValidTo ?? claimed.tlsValidTo ?? null };
+  const subject = { type: 'uptime_monitor', id: claimed._id.toHexString() };
+  if (!outcome.ok && claimed.state !== 'down') {
+    if (failures >= claimed.failureThreshold) {
+      const key = `uptime:${claimed._id.toHexString()}:down:${checkId}`;
+      Object.assign(set, { state: 'down', openAlertKey: key });
+      await openAlert({
+        key,
+        orgId: claimed.orgId,
+        projectId: claimed.projectId,
+        kind: 'uptime.down',
+        subject,
+        title: `${claimed.name} is down: ${outcome.error}`,
+        details: { url: claimed.url, error: outcome.error, status_code: outcome.statusCode, failures },
+        at,
+      });
+    } else {
+      set.nextProbeAt = new Date(at.getTime() + Math.min(CONFIRM_AFTER_MS, claimed.intervalSeconds * 1000));
+    }
+  } else if (outcome.ok && claimed.state !== 'up' && (claimed.state === 'pending' || successes >= claimed.recoveryThreshold)) {
+    Object.assign(set, { state: 'up', openAlertKey: null });
+    if (claimed.openAlertKey) await resolveAlert(claimed.openAlertKey, at, { recovered_at: at.toISOString(), status_code: outcome.statusCode });
+  }
+  if (outcome.tlsValidTo && outcome.tlsDaysLeft !== null) {
+    const key = `uptime:${claimed._id.toHexString()}:tls:${outcome.tlsValidTo.getTime()}`;
+    if (outcome.tlsDaysLeft <= deps.tlsWarnDays) {
+      set.tlsAlertKey = key;
+      await openAlert({
+        key,
+        orgId: claimed.orgId,
+        projectId: claimed.projectId,
+        kind: 'uptime.tls_expiring',
+        subject,
+        title: outcome.tlsDaysLeft < 0 ? `${claimed.name}: the TLS certificate has expired` : `${claimed.name}: the TLS certificate expires in ${outcome.tlsDaysLeft} days`,
+        details: { url: claimed.url, expires_at: outcome.tlsValidTo.toISOString(), days_left: outcome.tlsDaysLeft, warn_days: deps.tlsWarnDays },
+        at,
+      });
+    } else if (claimed.tlsAlertKey) {
+      // renewed: the old certificate's alert is over
+      set.tlsAlertKey = null;
+      await resolveAlert(claimed.tlsAlertKey, at, { renewed_until: outcome.tlsValidTo.toISOString() });
+    }
+  }
+  await UptimeMonitor.updateOne({ _id: claimed._id }, { $set: set });
+  return outcome;
+}
+
+/** How many of a monitor's probes in a period there were, and how many succeeded. */
+export async function uptimeOver(monitorId: Types.ObjectId, from: Date, to: Date): Promise<{ probes: number; ok: number }> {
+  const checks = await UptimeCheck.find({ monitorId, checkedAt: { $gte: from, $lt: to } }, { ok: 1 }).lean();
+  return { probes: checks.length, ok: checks.filter((c) => c.ok).length };
+}
