@@ -272,6 +272,37 @@ describe('GET /v1/anomalies, from the detector job', () => {
     expect((await owner.client.get(`/v1/anomalies?${windowOf(projects.anomalies, baselineStart, spikeStart)}`)).body.data).toEqual([]);
   });
 
+  test('the detector job raises alerts: the anomaly opened at the spike and resolved after it; a log surge for as long as it lasts', async () => {
+    const anomalyAlerts = await owner.client.get(`/v1/alerts?kind=anomaly&project=${projects.anomalies.id}`);
+    expect(anomalyAlerts.body.data).toEqual([
+      expect.objectContaining({
+        kind: 'anomaly',
+        status: 'resolved',
+        subject: { type: 'anomaly', id: openedId },
+        title: expect.stringContaining('checkout: error rate 40%'),
+        opened_at: iso(spikeEnd),
+        resolved_at: iso(afterEnd),
+      }),
+    ]);
+    // surge alerts judge the last 15 minutes against the 15 before: batch's first 30 surge lines against 5
+    await detectAt(surgeStart + 15 * MINUTE);
+    const open = (await owner.client.get('/v1/alerts?kind=log.surge&status=open')).body.data;
+    expect(open.map((alert: { title: string }) => alert.title).sort()).toEqual(['Log surge in batch', 'Log surge: "Processed job <*> in <*> ms"']);
+    expect(open.every((alert: { opened_at: string }) => alert.opened_at === iso(surgeStart + 15 * MINUTE))).toBe(true);
+    // a minute on: the surges go on under the same alerts; payments' new pattern reaches its 5 lines
+    await detectAt(surgeStart + 16 * MINUTE);
+    const later = (await owner.client.get('/v1/alerts?kind=log.surge')).body.data;
+    expect(later.map((alert: { title: string; opened_at: string }) => [alert.title, alert.opened_at]).sort()).toEqual([
+      ['Log surge in batch', iso(surgeStart + 15 * MINUTE)],
+      ['Log surge: "Processed job <*> in <*> ms"', iso(surgeStart + 15 * MINUTE)],
+      ['Log surge: "Refund for order <*> issued to <*>"', iso(surgeStart + 16 * MINUTE)],
+    ]);
+    await detectAt(surgeEnd + HOUR);
+    const after = (await owner.client.get('/v1/alerts?kind=log.surge')).body.data;
+    expect(after.map((alert: { status: string; resolved_at: string }) => [alert.status, alert.resolved_at])).toEqual(Array(3).fill(['resolved', iso(surgeEnd + HOUR)]));
+    expect((await stranger.client.get('/v1/alerts')).body.data).toEqual([]);
+  });
+
   test('another organisation sees none; naming the project answers like a missing one; a bad metric is refused', async () => {
     const own = await stranger.client.get(`/v1/anomalies?from=${iso(baselineStart)}&to=${iso(afterEnd)}`);
     expect(own.status).toBe(200);

@@ -1,6 +1,7 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { BlobStore } from '../../shared/clients/blob.js';
 import { ensureStoreIndexes, vacuumStore } from '../../shared/clients/mongo.js';
+import { detectSurgeAlerts } from '../../shared/features/alerts/surges.js';
 import { detectAnomalies } from '../../shared/features/anomalies/detector.js';
 import { reopenExpiredIgnores } from '../../shared/features/issues/service.js';
 import { cleanup } from '../../shared/features/maintenance/service.js';
@@ -27,7 +28,9 @@ export function maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl }: { l
         const at = typeof job.data?.at === 'number' ? job.data.at : Date.now();
         const found = await detectAnomalies(at);
         if (found.opened > 0 || found.closed > 0) logger.info(found, 'anomalies opened or closed');
-        return found;
+        const surges = await detectSurgeAlerts(at);
+        if (surges.opened > 0 || surges.resolved > 0) logger.info(surges, 'surge alerts opened or resolved');
+        return { ...found, surges };
       }
       case 'reopen-ignored-issues':
         return { reopened: await reopenExpiredIgnores() };

@@ -49,8 +49,9 @@ export async function openAlert(input: AlertInput): Promise<AlertDoc | undefined
 }
 
 /** Resolves the incident's alert if it is open; true when this call resolved it. */
-export async function resolveAlert(key: string, at: Date, details: Record<string, string | number | boolean | null> = {}): Promise<boolean> {
-  const _id = alertIdOf(key);
+export const resolveAlert = (key: string, at: Date, details: Record<string, string | number | boolean | null> = {}) => resolveAlertById(alertIdOf(key), at, details);
+
+async function resolveAlertById(_id: Types.ObjectId, at: Date, details: Record<string, string | number | boolean | null> = {}): Promise<boolean> {
   const alert = await Alert.findById(_id, { kind: 1, details: 1 }).lean<AlertDoc>();
   if (!alert) return false;
   const silent = SILENT_RESOLUTION.has(alert.kind);
@@ -70,6 +71,35 @@ export async function resolveAlertsAbout(orgId: Types.ObjectId, subject: { type:
   for (const alert of open) {
     await Alert.updateOne({ _id: alert._id, status: 'open' }, { $set: { status: 'resolved', resolvedAt: at, pendingDispatch: false }, $addToSet: { dispatched: 'resolved' } });
   }
+}
+
+export interface Condition {
+  /** What is in that condition (an endpoint, a log pattern): one open alert per subject at a time. */
+  subjectId: string;
+  subjectType: string;
+  projectId: Types.ObjectId | null;
+  title: string;
+  details: Record<string, string | number | boolean | null>;
+}
+
+/**
+ * For conditions a detector re-judges on every tick (surges): opens an alert for each subject newly
+ * in the condition and resolves the open ones whose subject no longer is.
+ */
+export async function syncConditionAlerts(orgId: Types.ObjectId, kind: AlertKind, active: Condition[], at: Date): Promise<{ opened: number; resolved: number }> {
+  const open = await Alert.find({ orgId, kind, status: 'open' }, { subjectId: 1 }).lean<AlertDoc[]>();
+  const openBySubject = new Map(open.map((alert) => [alert.subjectId, alert._id]));
+  let opened = 0;
+  let resolved = 0;
+  for (const condition of active) {
+    if (openBySubject.has(condition.subjectId)) continue;
+    const key = `${kind}:${orgId.toHexString()}:${condition.subjectId}:${at.getTime()}`;
+    const subject = { type: condition.subjectType, id: condition.subjectId };
+    if (await openAlert({ key, orgId, projectId: condition.projectId, kind, subject, title: condition.title, details: condition.details, at })) opened += 1;
+  }
+  const still = new Set(active.map((condition) => condition.subjectId));
+  for (const [subjectId, id] of openBySubject) if (!still.has(subjectId) && (await resolveAlertById(id, at))) resolved += 1;
+  return { opened, resolved };
 }
 
 type AlertJson = z.infer<typeof alertJson>;
