@@ -65,6 +65,33 @@ test('the document covers every SPEC route of traces, services, logs and metrics
   );
 });
 
+test('the document covers every SPEC route of cron monitoring, uptime, alerts, destinations and reports, with their fields', async () => {
+  const doc = (await h.api.get('/v1/openapi.json')).body;
+  const routes = [
+    'GET /v1/cron/checks', 'POST /v1/cron/checks', 'PATCH /v1/cron/checks/{checkID}', 'DELETE /v1/cron/checks/{checkID}',
+    'GET /v1/cron/checks/{checkID}/pings', 'POST /v1/cron/checks/{checkID}/rotate', 'GET /v1/checkins/{token}', 'POST /v1/checkins/{token}',
+    'GET /v1/uptime/monitors', 'POST /v1/uptime/monitors', 'PATCH /v1/uptime/monitors/{monitorID}', 'DELETE /v1/uptime/monitors/{monitorID}',
+    'GET /v1/uptime/monitors/{monitorID}/checks', 'GET /v1/alerts', 'GET /v1/alert-destinations', 'POST /v1/alert-destinations',
+    'DELETE /v1/alert-destinations/{destinationID}', 'GET /v1/reports/schedule', 'PUT /v1/reports/schedule', 'DELETE /v1/reports/schedule',
+    'GET /v1/reports/preview',
+  ];
+  for (const route of routes) {
+    const [method, path] = route.split(' ') as [string, string];
+    expect({ route, documented: Boolean(doc.paths[path]?.[method.toLowerCase()]) }).toEqual({ route, documented: true });
+  }
+  const fieldsOf = (path: string, method: string, status: string) => {
+    const schema = doc.paths[path][method].responses[status].content['application/json'].schema;
+    return Object.keys((schema.properties.data?.items ?? schema).properties);
+  };
+  expect(fieldsOf('/v1/cron/checks', 'post', '201')).toEqual(expect.arrayContaining(['id', 'project_id', 'name', 'slug', 'schedule', 'timezone', 'checkin_margin', 'max_runtime', 'state', 'last_checkin_at', 'next_expected_at', 'ping_url']));
+  expect(fieldsOf('/v1/cron/checks/{checkID}/pings', 'get', '200')).toEqual(expect.arrayContaining(['received_at', 'status', 'duration_ms', 'run_id', 'excerpt', 'source']));
+  expect(fieldsOf('/v1/uptime/monitors/{monitorID}/checks', 'get', '200')).toEqual(expect.arrayContaining(['checked_at', 'ok', 'status_code', 'latency_ms', 'error', 'tls_days_left']));
+  expect(fieldsOf('/v1/alerts', 'get', '200')).toEqual(expect.arrayContaining(['id', 'kind', 'status', 'project_id', 'subject', 'title', 'opened_at', 'resolved_at', 'deliveries']));
+  expect(fieldsOf('/v1/reports/preview', 'get', '200')).toEqual(['subject', 'html', 'text', 'data', 'period']);
+  expect(doc.paths['/v1/checkins/{token}'].get.security).toEqual([]);
+  expect(doc.paths['/v1/alert-destinations'].post['x-required-role']).toBe('admin');
+});
+
 test('every route the API answers is in the document, and nothing in the document is unrouted', async () => {
   const doc = (await h.api.get('/v1/openapi.json')).body;
   for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
