@@ -20,7 +20,9 @@ function checkInOf(query: z.output<typeof checkinQuery>, body: z.output<typeof c
   const signal = suffix ?? query.status ?? query.exit_code ?? json.status ?? json.exit_code;
   const status = signal === undefined ? 'ok' : typeof signal === 'number' ? (signal === 0 ? 'ok' : 'fail') : statusOf[signal as keyof typeof statusOf];
   const excerptText = typeof body === 'string' ? body : (json.message ?? (body && Object.keys(body).some((key) => !['status', 'exit_code', 'run_id'].includes(key)) ? JSON.stringify(body) : undefined));
-  const excerpt = excerptText ? Buffer.from(excerptText).subarray(0, EXCERPT_BYTES).toString().replace(/\uFFFD$/, '') : undefined;
+  const bytes = excerptText ? Buffer.from(excerptText) : undefined;
+  // Cut at a byte count, the last character may be split: its remains are dropped (only then).
+  const excerpt = bytes && bytes.length > EXCERPT_BYTES ? bytes.subarray(0, EXCERPT_BYTES).toString().replace(/\uFFFD$/, '') : excerptText;
   return { status, runId: query.run_id ?? query.rid ?? json.run_id, excerpt: excerpt || undefined, source: 'http' };
 }
 

@@ -55,21 +55,26 @@ async function resolveAlertById(_id: Types.ObjectId, at: Date, details: Record<s
   const alert = await Alert.findById(_id, { kind: 1, details: 1 }).lean<AlertDoc>();
   if (!alert) return false;
   const silent = SILENT_RESOLUTION.has(alert.kind);
+  // A silent resolution leaves `pendingDispatch` alone: an `opened` event not yet handed over must still go out.
   const result = await Alert.updateOne(
     { _id, status: 'open' },
     {
-      $set: { status: 'resolved', resolvedAt: at, details: { ...(alert.details as object), ...details }, pendingDispatch: !silent },
+      $set: { status: 'resolved', resolvedAt: at, details: { ...(alert.details as object), ...details }, ...(!silent && { pendingDispatch: true }) },
       ...(silent && { $addToSet: { dispatched: 'resolved' } }),
     },
   );
   return result.modifiedCount === 1;
 }
 
-/** Resolves every open alert about one subject (an issue someone resolved). */
+/**
+ * Resolves every open alert about one subject (an issue someone resolved), silently: the `resolved`
+ * event counts as handed over, while `pendingDispatch` is left as it is, so an `opened` event the
+ * dispatcher has not reached yet is still delivered.
+ */
 export async function resolveAlertsAbout(orgId: Types.ObjectId, subject: { type: string; id: string }, at: Date): Promise<void> {
   const open = await Alert.find({ orgId, subjectId: subject.id, subjectType: subject.type, status: 'open' }, { _id: 1 }).lean();
   for (const alert of open) {
-    await Alert.updateOne({ _id: alert._id, status: 'open' }, { $set: { status: 'resolved', resolvedAt: at, pendingDispatch: false }, $addToSet: { dispatched: 'resolved' } });
+    await Alert.updateOne({ _id: alert._id, status: 'open' }, { $set: { status: 'resolved', resolvedAt: at }, $addToSet: { dispatched: 'resolved' } });
   }
 }
 
@@ -164,7 +169,7 @@ export async function dispatchAlerts(enqueue: (deliveryId: string) => Promise<vo
     const destinations = (await AlertDestination.find({ orgId: alert.orgId }).lean<DestinationDoc[]>()).filter((d) => wants(d, alert));
     const deliveries = events.flatMap((event) =>
       destinations.map((destination) => ({
-        _id: contentId('delivery', alert._id.toHexString(), destination._id.toHexString(), event),
+        _id: deliveryIdOf(alert._id, destination._id, event),
         orgId: alert.orgId,
         alertId: alert._id,
         destinationId: destination._id,
@@ -185,13 +190,27 @@ export async function dispatchAlerts(enqueue: (deliveryId: string) => Promise<vo
   return made;
 }
 
+/** How long a `resolved` delivery waits for the first attempt of its `opened` one before it goes anyway. */
+const OPENED_FIRST_MS = 2 * 60_000;
+
+const deliveryIdOf = (alertId: Types.ObjectId, destinationId: Types.ObjectId, event: AlertEvent) =>
+  contentId('delivery', alertId.toHexString(), destinationId.toHexString(), event);
+
 /**
  * One attempt of one delivery. Safe to run twice: a sent delivery is not sent again. Throws on a
  * failed attempt so the queue retries it with backoff; the last attempt's failure stays recorded.
+ * Answers `after-opened` (nothing sent or recorded) for a `resolved` event whose `opened` event to the
+ * same destination has not been attempted yet — both are handed over in one pass when an incident
+ * ends between two dispatcher ticks — so the caller runs it again shortly and "Resolved" never
+ * arrives before "Alert".
  */
-export async function deliverAlert(deliveryId: string, channels: Channels, attempt: { final: boolean }, now = new Date()): Promise<'sent' | 'skipped'> {
+export async function deliverAlert(deliveryId: string, channels: Channels, attempt: { final: boolean }, now = new Date()): Promise<'sent' | 'skipped' | 'after-opened'> {
   const delivery = await AlertDelivery.findById(parseId(deliveryId, 'delivery')).lean<DeliveryDoc>();
   if (!delivery || delivery.status === 'sent' || delivery.status === 'failed') return 'skipped';
+  if (delivery.event === 'resolved') {
+    const opened = await AlertDelivery.findById(deliveryIdOf(delivery.alertId, delivery.destinationId, 'opened'), { status: 1, createdAt: 1 }).lean<DeliveryDoc>();
+    if (opened?.status === 'pending' && now.getTime() - opened.createdAt.getTime() < OPENED_FIRST_MS) return 'after-opened';
+  }
   const [alert, destination] = await Promise.all([
     Alert.findById(delivery.alertId).lean<AlertDoc>(),
     AlertDestination.findById(delivery.destinationId).lean<DestinationDoc>(),
@@ -259,7 +278,7 @@ export async function createDestination(principal: MemberPrincipal, input: z.inf
       url: input.type === 'email' ? null : input.url,
       secret: input.type === 'webhook' ? (input.secret ?? null) : null,
       kinds: [...new Set(input.kinds ?? [])],
-      projectIds: projectIds ?? [],
+      projectIds: [...new Map((projectIds ?? []).map((id) => [id.toHexString(), id])).values()],
       createdAt: new Date(),
     })
   ).toObject() as DestinationDoc;

@@ -18,9 +18,12 @@ export const scheduleSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('interval'), value: z.number().int().min(1).max(10_000), unit: z.enum(intervalUnits) }),
 ]);
 
+/** The longest margin or runtime, in minutes: four weeks. */
+export const MAX_MINUTES = 40_320;
+
 const timezone = z.string().min(1).max(64);
-const checkinMargin = z.number().int().min(1).max(40_320).meta({ description: 'Minutes after the expected time before a missing check-in is a miss.' });
-const maxRuntime = z.number().int().min(1).max(40_320).meta({ description: 'Minutes a started run may take before it is timed out.' });
+const checkinMargin = z.number().int().min(1).max(MAX_MINUTES).meta({ description: 'Minutes after the expected time before a missing check-in is a miss.' });
+const maxRuntime = z.number().int().min(1).max(MAX_MINUTES).meta({ description: 'Minutes a started run may take before it is timed out.' });
 const slug = z.string().regex(/^[a-z0-9][a-z0-9_-]{0,127}$/, 'lower-case letters, digits, - and _ (up to 128)');
 
 export const createCheckBody = z
@@ -91,5 +94,11 @@ const exitCode = z.coerce.number().int().min(0).max(255);
 const runId = z.string().min(1).max(128);
 
 export const checkinQuery = z.object({ status: signal.optional(), exit_code: exitCode.optional(), run_id: runId.optional(), rid: runId.optional() });
-/** A JSON body may carry the same fields; any other body is kept as the excerpt. */
-export const checkinBody = z.union([z.object({ status: signal.optional(), exit_code: z.number().int().min(0).max(255).optional(), run_id: runId.optional(), message: z.string().optional() }).strict(), z.string(), z.object({}).passthrough()]);
+/**
+ * A JSON body may carry the same fields, checked as in the query (a bad one is refused, not recorded
+ * as a check-in without a status); other JSON fields and any other body are kept as the excerpt.
+ */
+export const checkinBody = z.union([
+  z.string(),
+  z.looseObject({ status: signal.optional(), exit_code: z.number().int().min(0).max(255).optional(), run_id: runId.optional(), message: z.string().optional() }),
+]);

@@ -13,7 +13,7 @@ import { auditAs } from '../audit/service.js';
 import { findProject } from '../projects/service.js';
 import { CronCheck, CronPing, type CronCheckDoc, type CronPingDoc, type PingStatus } from './model.js';
 import { nextExpectedAfter, nextRun, timezoneProblem, type Schedule } from './schedule.js';
-import type { checkJson, createCheckBody, listChecksQuery, pingJson, updateCheckBody } from './schemas.js';
+import { MAX_MINUTES, scheduleSchema, type checkJson, type createCheckBody, type listChecksQuery, type pingJson, type updateCheckBody } from './schemas.js';
 
 /** Text kept from a check-in's body: enough for a log tail, not a log store. */
 export const EXCERPT_BYTES = 10_000;
@@ -124,6 +124,8 @@ export async function getCheck(orgId: Types.ObjectId, checkId: string, baseUrl: 
 export async function updateCheck(principal: MemberPrincipal, checkId: string, input: z.infer<typeof updateCheckBody>, baseUrl: string, ip: string | undefined, now = new Date()) {
   checkTimezone(input.timezone);
   const check = await findCheck(principal.orgId, checkId);
+  // Asked first: FerretDB reports a unique clash on an update as an internal error, not 11000.
+  if (input.slug !== undefined && input.slug !== check.slug && (await CronCheck.exists({ projectId: check.projectId, slug: input.slug }))) throw slugTaken(input.slug);
   const set: Record<string, unknown> = {};
   if (input.name !== undefined) set.name = input.name;
   if (input.slug !== undefined) set.slug = input.slug;
@@ -133,9 +135,12 @@ export async function updateCheck(principal: MemberPrincipal, checkId: string, i
   if (input.max_runtime !== undefined) set.maxRuntime = input.max_runtime;
   const changed = { ...check, ...set } as CronCheckDoc;
   if (input.paused === true) set.paused = true;
-  if (input.paused === false && check.paused) {
-    // Resumed: like a new check, it waits for its next check-in before it can be late again.
-    Object.assign(set, { paused: false, state: 'new', nextExpectedAt: null, runStartedAt: null, runId: null });
+  const resumed = input.paused === false && check.paused;
+  if (resumed) {
+    // Resumed: like a new check, it waits for its next check-in before it can be late again. A new
+    // check has no incident: the one open before the pause ends here, else a later incident would
+    // take its place as the open one and leave it open for good.
+    Object.assign(set, { paused: false, state: 'new', downReason: null, openAlertKey: null, nextExpectedAt: null, runStartedAt: null, runId: null });
   } else if ((input.schedule || input.timezone) && check.lastCheckinAt && check.state !== 'new') {
     // A new schedule applies from the last check-in, so the next deadline is the new schedule's.
     set.nextExpectedAt = nextExpectedAfter(scheduleOf(changed), changed.timezone, check.lastCheckinAt);
@@ -149,6 +154,7 @@ export async function updateCheck(principal: MemberPrincipal, checkId: string, i
     throw error;
   }
   if (!updated) throw notFound('cron check');
+  if (resumed && check.openAlertKey) await resolveAlert(check.openAlertKey, now, { reason: 'check resumed' });
   await auditAs(principal, ip)('cron_check.update', { type: 'cron_check', id: check._id }, { fields: Object.keys(input) });
   return checkJsonOf(updated, baseUrl, now);
 }
@@ -330,8 +336,10 @@ function configOf(config: Record<string, unknown>): Record<string, unknown> | un
   if (schedule?.type === 'interval' && typeof schedule.value === 'number' && schedule.value >= 1 && unit) {
     value = { type: 'interval', value: Math.round(schedule.value) * unit[0], unit: unit[1] };
   }
-  if (!value) return undefined;
-  const minutes = (raw: unknown, fallback: number) => (typeof raw === 'number' && raw >= 1 ? Math.round(raw) : fallback);
+  // The API's rules: a crontab that cannot be read (or never runs), or an interval past the dates a
+  // Date can hold, would make every later read of the check fail.
+  if (!value || !scheduleSchema.safeParse(value).success) return undefined;
+  const minutes = (raw: unknown, fallback: number) => (typeof raw === 'number' && raw >= 1 ? Math.min(Math.round(raw), MAX_MINUTES) : fallback);
   const timezone = typeof config.timezone === 'string' && !timezoneProblem(config.timezone) ? config.timezone : 'UTC';
   return { schedule: value, timezone, checkinMargin: minutes(config.checkin_margin, 1), maxRuntime: minutes(config.max_runtime, 30) };
 }
