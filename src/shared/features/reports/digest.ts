@@ -51,17 +51,20 @@ async function slowestEndpoints(orgId: Types.ObjectId, projectId: Types.ObjectId
     .slice(0, LIST_LENGTH);
 }
 
-/** What happened in an organisation's projects in [from, to), against the period of equal length before. */
-export async function gatherDigest(orgId: Types.ObjectId, from: Date, to: Date): Promise<Digest['data']> {
-  const length = to.getTime() - from.getTime();
+/**
+ * What happened in an organisation's projects in [from, to), against the period before it,
+ * [previousFrom, from) (by default of equal length; the schedule's previous period when they differ).
+ */
+export async function gatherDigest(orgId: Types.ObjectId, from: Date, to: Date, previousFrom = new Date(2 * from.getTime() - to.getTime())): Promise<Digest['data']> {
   const [org, projects, current, previous, issues, monitors, checks, downAlerts] = await Promise.all([
     Organization.findById(orgId, { name: 1 }).lean(),
-    Project.find({ orgId }, { name: 1 }).sort({ createdAt: 1 }).lean(),
+    Project.find({ orgId }, { name: 1 }).sort({ createdAt: 1, _id: 1 }).lean(),
     errorEventsByIssue(orgId, from, to),
-    errorEventsByIssue(orgId, new Date(from.getTime() - length), from),
+    errorEventsByIssue(orgId, previousFrom, from),
     Issue.find({ orgId, $or: [{ firstSeen: { $gte: from, $lt: to } }, { regressedAt: { $gte: from, $lt: to } }] }, { title: 1, projectId: 1, firstSeen: 1, regressedAt: 1 }).lean(),
-    UptimeMonitor.find({ orgId }, { name: 1, projectId: 1 }).lean(),
-    CronCheck.find({ orgId }, { name: 1, projectId: 1 }).lean(),
+    // in a fixed order (oldest first), so the mail lists them as its preview did
+    UptimeMonitor.find({ orgId }, { name: 1, projectId: 1 }).sort({ createdAt: 1, _id: 1 }).lean(),
+    CronCheck.find({ orgId }, { name: 1, projectId: 1 }).sort({ createdAt: 1, _id: 1 }).lean(),
     Alert.find({ orgId, kind: 'uptime.down', openedAt: { $gte: from, $lt: to } }, { subjectId: 1 }).lean(),
   ]);
   const cronVerdicts = await CronPing.find({ orgId, receivedAt: { $gte: from, $lt: to }, status: { $in: ['missed', 'fail', 'timeout'] } }, { checkId: 1, status: 1 }).lean();
@@ -98,14 +101,15 @@ export async function gatherDigest(orgId: Types.ObjectId, from: Date, to: Date):
       new_issues: projectIssues
         .filter((issue) => issue.firstSeen >= from && issue.firstSeen < to)
         .map((issue) => ({ id: issue._id.toHexString(), title: issue.title, events: eventsOf.get(issue._id.toHexString()) ?? 0 }))
-        .sort((a, b) => b.events - a.events)
+        .sort((a, b) => b.events - a.events || a.id.localeCompare(b.id))
         .slice(0, LIST_LENGTH),
       regressed_issues: projectIssues
         .filter((issue) => issue.regressedAt && issue.regressedAt >= from && issue.regressedAt < to)
         .map((issue) => ({ id: issue._id.toHexString(), title: issue.title, regressed_at: issue.regressedAt!.toISOString() }))
+        .sort((a, b) => b.regressed_at.localeCompare(a.regressed_at) || a.id.localeCompare(b.id))
         .slice(0, LIST_LENGTH),
       top_issues: [...events]
-        .sort((a, b) => b.events - a.events)
+        .sort((a, b) => b.events - a.events || a._id.issue.toHexString().localeCompare(b._id.issue.toHexString()))
         .slice(0, LIST_LENGTH)
         .map((row) => ({ id: row._id.issue.toHexString(), title: titles.get(row._id.issue.toHexString()) ?? '(removed)', events: row.events })),
       uptime,
@@ -118,9 +122,18 @@ export async function gatherDigest(orgId: Types.ObjectId, from: Date, to: Date):
 
 const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
-/** Text and HTML of a digest, from its data alone (the preview and the mail are one rendering). */
-export function renderDigest(data: Digest['data'], period: Digest['period']): Digest {
-  const day = period.to.slice(0, 10);
+/** The calendar day of an instant in a time zone, as YYYY-MM-DD. */
+function dayIn(iso: string, timezone: string): string {
+  const parts = Object.fromEntries(new Intl.DateTimeFormat('en-US', { timeZone: timezone, year: 'numeric', month: '2-digit', day: '2-digit' }).formatToParts(new Date(iso)).map((part) => [part.type, part.value]));
+  return `${parts.year}-${parts.month}-${parts.day}`;
+}
+
+/**
+ * Text and HTML of a digest, from its data alone (the preview and the mail are one rendering). The
+ * subject names the day of the send in the schedule's zone: the day its recipients receive it.
+ */
+export function renderDigest(data: Digest['data'], period: Digest['period'], timezone = 'UTC'): Digest {
+  const day = dayIn(period.to, timezone);
   const subject = `Sluice ${period.cadence} digest for ${data.organization || 'your organisation'}: ${day}`;
   const text: string[] = [subject, `Period: ${period.from} to ${period.to}`, ''];
   const html: string[] = [`<h1>${escapeHtml(subject)}</h1>`, `<p>Period: ${escapeHtml(period.from)} to ${escapeHtml(period.to)}</p>`];

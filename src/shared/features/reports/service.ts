@@ -1,14 +1,17 @@
+import { Cron } from 'croner';
 import type { Types } from 'mongoose';
 import type { z } from 'zod';
 import type { Mailer } from '../../clients/mailer.js';
 import { AppError, notFound } from '../../errors.js';
 import type { MemberPrincipal } from '../../principal.js';
+import { oneAtATime } from '../../telemetry/storage.js';
 import { auditAs } from '../audit/service.js';
 import { nextRun, timezoneProblem } from '../cron/schedule.js';
 import { gatherDigest, renderDigest, type Digest } from './digest.js';
 import { ReportSchedule, type ReportScheduleDoc } from './model.js';
 import { weekdays, type putScheduleBody, type scheduleJson } from './schemas.js';
 
+const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
 const scheduleJsonOf = (schedule: ReportScheduleDoc): z.infer<typeof scheduleJson> => ({
@@ -23,11 +26,26 @@ const scheduleJsonOf = (schedule: ReportScheduleDoc): z.infer<typeof scheduleJso
   last_error: schedule.lastError ?? null,
 });
 
+type ScheduleTimes = Pick<ReportScheduleDoc, 'cadence' | 'weekday' | 'hour' | 'minute' | 'timezone'>;
+
+const crontabOf = (schedule: ScheduleTimes) => `${schedule.minute} ${schedule.hour} * * ${schedule.cadence === 'weekly' ? schedule.weekday : '*'}`;
+
 /** The next send time after `after`, in the schedule's zone (a crontab, so DST is handled as for cron checks). */
-const nextSendAfter = (schedule: Pick<ReportScheduleDoc, 'cadence' | 'weekday' | 'hour' | 'minute' | 'timezone'>, after: Date) =>
-  nextRun({ type: 'crontab', value: `${schedule.minute} ${schedule.hour} * * ${schedule.cadence === 'weekly' ? schedule.weekday : '*'}` }, schedule.timezone, after);
+const nextSendAfter = (schedule: ScheduleTimes, after: Date) => nextRun({ type: 'crontab', value: crontabOf(schedule) }, schedule.timezone, after);
 
 const periodLength = (cadence: ReportScheduleDoc['cadence']) => (cadence === 'weekly' ? 7 : 1) * DAY_MS;
+
+/**
+ * Where the period ending at `to` starts: the send before it, in the schedule's zone, so that across a
+ * daylight-saving change the period is an hour longer or shorter and consecutive digests meet rather
+ * than overlap or leave an hour out. A send time changed since leaves no such send a period's length
+ * (± the hour) earlier: then the plain length.
+ */
+function sendBefore(schedule: ScheduleTimes, to: Date): Date {
+  const plain = new Date(to.getTime() - periodLength(schedule.cadence));
+  const [previous] = new Cron(crontabOf(schedule), { timezone: schedule.timezone, paused: true }).previousRuns(1, to);
+  return previous && Math.abs(previous.getTime() - plain.getTime()) <= HOUR_MS ? previous : plain;
+}
 
 export async function getSchedule(orgId: Types.ObjectId) {
   const schedule = await ReportSchedule.findById(orgId).lean<ReportScheduleDoc>();
@@ -62,11 +80,11 @@ export async function deleteSchedule(principal: MemberPrincipal, ip: string | un
   await auditAs(principal, ip)('report_schedule.delete', { type: 'report_schedule', id: principal.orgId });
 }
 
-/** The digest for the period ending at `to`. */
-async function digestFor(orgId: Types.ObjectId, cadence: ReportScheduleDoc['cadence'], to: Date): Promise<Digest> {
-  const from = new Date(to.getTime() - periodLength(cadence));
-  const data = await gatherDigest(orgId, from, to);
-  return renderDigest(data, { from: from.toISOString(), to: to.toISOString(), cadence });
+/** The digest for the schedule's period ending at `to`, against the period before it. */
+async function digestFor(orgId: Types.ObjectId, schedule: ScheduleTimes, to: Date): Promise<Digest> {
+  const from = sendBefore(schedule, to);
+  const data = await gatherDigest(orgId, from, to, sendBefore(schedule, from));
+  return renderDigest(data, { from: from.toISOString(), to: to.toISOString(), cadence: schedule.cadence }, schedule.timezone);
 }
 
 /**
@@ -75,7 +93,10 @@ async function digestFor(orgId: Types.ObjectId, cadence: ReportScheduleDoc['cade
  */
 export async function previewDigest(orgId: Types.ObjectId, now = new Date()): Promise<Digest> {
   const schedule = await ReportSchedule.findById(orgId).lean<ReportScheduleDoc>();
-  return schedule ? digestFor(orgId, schedule.cadence, schedule.nextSendAt) : digestFor(orgId, 'daily', now);
+  if (schedule) return digestFor(orgId, schedule, schedule.nextSendAt);
+  const from = new Date(now.getTime() - DAY_MS);
+  const data = await gatherDigest(orgId, from, now);
+  return renderDigest(data, { from: from.toISOString(), to: now.toISOString(), cadence: 'daily' });
 }
 
 /**
@@ -87,7 +108,10 @@ export async function claimDueReports(now = new Date()): Promise<{ orgId: string
   const due = await ReportSchedule.find({ nextSendAt: { $lte: now } }).lean<ReportScheduleDoc[]>();
   const claimed: { orgId: string; sendAt: number }[] = [];
   for (const schedule of due) {
-    const moved = await ReportSchedule.updateOne({ _id: schedule._id, nextSendAt: schedule.nextSendAt }, { $set: { nextSendAt: nextSendAfter(schedule, now) } });
+    // one at a time against FerretDB, whose conditional update is not atomic (see oneAtATime)
+    const moved = await oneAtATime(ReportSchedule.collection.collectionName, schedule._id, () =>
+      ReportSchedule.updateOne({ _id: schedule._id, nextSendAt: schedule.nextSendAt }, { $set: { nextSendAt: nextSendAfter(schedule, now) } }),
+    );
     if (moved.modifiedCount === 1) claimed.push({ orgId: schedule._id.toHexString(), sendAt: schedule.nextSendAt.getTime() });
   }
   return claimed;
@@ -97,7 +121,7 @@ export async function claimDueReports(now = new Date()): Promise<{ orgId: string
 export async function sendDigest(orgId: Types.ObjectId, sendAt: Date, mailer: Mailer | undefined, now = new Date()): Promise<'sent' | 'skipped'> {
   const schedule = await ReportSchedule.findById(orgId).lean<ReportScheduleDoc>();
   if (!schedule) return 'skipped';
-  const digest = await digestFor(orgId, schedule.cadence, sendAt);
+  const digest = await digestFor(orgId, schedule, sendAt);
   try {
     if (!mailer) throw new Error('email is off: SMTP_URL is not set');
     await mailer.send({ to: schedule.recipients, subject: digest.subject, text: digest.text, html: digest.html });
