@@ -6,14 +6,22 @@ import { monitorStates } from './model.js';
 /** A status code, or a range written "200-299" or "2xx". */
 const expectedStatus = z.union([
   z.number().int().min(100).max(599),
-  z.string().regex(/^[1-5](\d\d|xx)$|^[1-5]\d\d-[1-5]\d\d$/, 'a status code, "200-299" or "2xx"'),
+  z
+    .string()
+    .regex(/^[1-5](\d\d|xx)$|^[1-5]\d\d-[1-5]\d\d$/, 'a status code, "200-299" or "2xx"')
+    // "299-200" would match no status at all, keeping the monitor down whatever the service answers
+    .refine((text) => {
+      const [low, high] = text.split('-');
+      return high === undefined || Number(low) <= Number(high);
+    }, 'a range from the lower code to the higher'),
 ]);
 
 const fields = {
   name: z.string().trim().min(1).max(200),
   url: z.url({ protocol: /^https?$/ }).max(2048),
   method: z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']),
-  headers: z.record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a header name'), z.string().max(8192)).refine((h) => Object.keys(h).length <= 50, 'at most 50 headers'),
+  // Values as Node sends them: anything else (a line break, a control character) fails every request.
+  headers: z.record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a header name'), z.string().max(8192).regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'printable text (no line breaks or control characters)')).refine((h) => Object.keys(h).length <= 50, 'at most 50 headers'),
   body: z.string().max(65_536).nullable(),
   interval_seconds: z.number().int().min(30).max(86_400),
   timeout_ms: z.number().int().min(100).max(60_000),

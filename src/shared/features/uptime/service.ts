@@ -4,6 +4,7 @@ import type { Outbound } from '../../clients/outbound.js';
 import { AppError, notFound } from '../../errors.js';
 import { paginate, parseId } from '../../paging.js';
 import type { MemberPrincipal } from '../../principal.js';
+import { oneAtATime } from '../../telemetry/storage.js';
 import { namedProjects, projectFilter } from '../../views.js';
 import { openAlert, resolveAlert } from '../alerts/service.js';
 import { auditAs } from '../audit/service.js';
@@ -58,6 +59,17 @@ function refuseUrl(url: string | undefined, outbound: Pick<Outbound, 'urlProblem
   if (problem) throw new AppError('validation_failed', `url cannot be probed: ${problem}`, { details: [{ path: 'body.url', message: problem }] });
 }
 
+/** `keyword_absent: true` means "the keyword must not appear": without a keyword it would check nothing. */
+function refuseKeywordRules(keyword: string | null | undefined, keywordAbsent: unknown): void {
+  if (keywordAbsent === true && !keyword) {
+    const message = 'true needs a keyword (the text that must not appear)';
+    throw new AppError('validation_failed', `keyword_absent ${message}`, { details: [{ path: 'body.keyword_absent', message }] });
+  }
+}
+
+/** The key oneAtATime serializes a monitor's writes by. */
+const monitorCollection = UptimeMonitor.collection.collectionName;
+
 const headerPairs = (headers: Record<string, string>) => Object.entries(headers).map(([name, value]) => ({ name, value }));
 
 async function findMonitor(orgId: Types.ObjectId, monitorId: string): Promise<UptimeMonitorDoc> {
@@ -68,6 +80,7 @@ async function findMonitor(orgId: Types.ObjectId, monitorId: string): Promise<Up
 
 export async function createMonitor(principal: MemberPrincipal, input: z.infer<typeof createMonitorBody>, outbound: Pick<Outbound, 'urlProblem'>, ip: string | undefined, now = new Date()) {
   refuseUrl(input.url, outbound);
+  refuseKeywordRules(input.keyword, input.keyword_absent);
   const project = await findProject(principal.orgId, input.project_id);
   const monitor = (
     await UptimeMonitor.create({
@@ -127,15 +140,31 @@ const fieldNames: Record<string, string> = {
 export async function updateMonitor(principal: MemberPrincipal, monitorId: string, input: z.infer<typeof updateMonitorBody>, outbound: Pick<Outbound, 'urlProblem'>, ip: string | undefined, now = new Date()) {
   refuseUrl(input.url, outbound);
   const monitor = await findMonitor(principal.orgId, monitorId);
+  refuseKeywordRules(input.keyword !== undefined ? input.keyword : monitor.keyword, input.keyword_absent !== undefined ? input.keyword_absent : monitor.keywordAbsent);
   const set: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(input)) if (fieldNames[field]) set[fieldNames[field]] = value;
   if (input.headers) set.headers = headerPairs(input.headers);
   if (input.paused !== undefined) set.paused = input.paused;
   // A changed target or a resume is probed at once; a paused monitor is not probed at all.
   if (input.url !== undefined || input.method !== undefined || (input.paused === false && monitor.paused)) set.nextProbeAt = now;
-  if (input.url !== undefined && input.url !== monitor.url) Object.assign(set, { state: 'pending', consecutiveFailures: 0, consecutiveSuccesses: 0 });
-  const updated = await UptimeMonitor.findOneAndUpdate({ _id: monitor._id, orgId: principal.orgId }, { $set: set }, { returnDocument: 'after' }).lean<UptimeMonitorDoc>();
+  // A shorter interval brings the next probe forward to one new interval after the last; a longer one waits its turn.
+  if (input.interval_seconds !== undefined && set.nextProbeAt === undefined) {
+    const sooner = new Date((monitor.lastCheckedAt ?? now).getTime() + input.interval_seconds * 1000);
+    if (sooner < monitor.nextProbeAt) set.nextProbeAt = sooner;
+  }
+  // A new target starts over: its own incidents and its own certificate. An outage of the old one is over
+  // (left open, a second outage would open a second alert beside it, and nothing would ever resolve the first).
+  const newTarget = input.url !== undefined && input.url !== monitor.url;
+  const endsTls = newTarget && new URL(input.url!).protocol !== 'https:';
+  if (newTarget) Object.assign(set, { state: 'pending', consecutiveFailures: 0, consecutiveSuccesses: 0, openAlertKey: null, tlsValidTo: null });
+  // An https target keeps its certificate alert: the next probe resolves it if the certificate differs.
+  if (endsTls) set.tlsAlertKey = null;
+  const updated = await oneAtATime(monitorCollection, monitor._id, () =>
+    UptimeMonitor.findOneAndUpdate({ _id: monitor._id, orgId: principal.orgId }, { $set: set }, { returnDocument: 'after' }).lean<UptimeMonitorDoc>(),
+  );
   if (!updated) throw notFound('uptime monitor');
+  if (newTarget && monitor.openAlertKey) await resolveAlert(monitor.openAlertKey, now, { reason: 'url changed' });
+  if (endsTls && monitor.tlsAlertKey) await resolveAlert(monitor.tlsAlertKey, now, { reason: 'url changed' });
   await auditAs(principal, ip)('uptime_monitor.update', { type: 'uptime_monitor', id: monitor._id }, { fields: Object.keys(input) });
   return monitorJsonOf(updated);
 }
@@ -219,9 +248,9 @@ export async function dueMonitors(now = new Date()): Promise<{ id: string; due: 
 export async function probeMonitor(monitorId: string, due: number, deps: { outbound: Outbound; tlsWarnDays: number }, now = () => new Date()): Promise<ProbeOutcome | undefined> {
   const claimed = await UptimeMonitor.findById(parseId(monitorId, 'uptime monitor')).lean<UptimeMonitorDoc>();
   if (!claimed || claimed.paused || claimed.nextProbeAt.getTime() !== due) return undefined;
-  const turn = await UptimeMonitor.updateOne(
-    { _id: claimed._id, nextProbeAt: claimed.nextProbeAt },
-    { $set: { nextProbeAt: new Date(now().getTime() + claimed.intervalSeconds * 1000) } },
+  // one at a time against FerretDB, whose conditional update is not atomic (see oneAtATime)
+  const turn = await oneAtATime(monitorCollection, claimed._id, () =>
+    UptimeMonitor.updateOne({ _id: claimed._id, nextProbeAt: claimed.nextProbeAt }, { $set: { nextProbeAt: new Date(now().getTime() + claimed.intervalSeconds * 1000) } }),
   );
   if (turn.modifiedCount === 0) return undefined;
   const outcome = await probe(claimed, deps.outbound);
@@ -256,6 +285,8 @@ export async function probeMonitor(monitorId: string, due: number, deps: { outbo
   if (outcome.tlsValidTo && outcome.tlsDaysLeft !== null) {
     const key = `uptime:${claimed._id.toHexString()}:tls:${outcome.tlsValidTo.getTime()}`;
     if (outcome.tlsDaysLeft <= deps.tlsWarnDays) {
+      // replaced by another certificate that expires soon too: the old one's alert is over, this one gets its own
+      if (claimed.tlsAlertKey && claimed.tlsAlertKey !== key) await resolveAlert(claimed.tlsAlertKey, at, { replaced_until: outcome.tlsValidTo.toISOString() });
       set.tlsAlertKey = key;
       await openAlert({
         key,
@@ -273,7 +304,7 @@ export async function probeMonitor(monitorId: string, due: number, deps: { outbo
       await resolveAlert(claimed.tlsAlertKey, at, { renewed_until: outcome.tlsValidTo.toISOString() });
     }
   }
-  await UptimeMonitor.updateOne({ _id: claimed._id }, { $set: set });
+  await oneAtATime(monitorCollection, claimed._id, () => UptimeMonitor.updateOne({ _id: claimed._id }, { $set: set }));
   return outcome;
 }
 
