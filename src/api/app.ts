@@ -39,7 +39,8 @@ import { mountRoutes, type AnyRoute } from './routing.js';
 
 export const JSON_BODY_LIMIT = '1mb';
 
-export const redactCheckinToken = (url: string) => url.replace(/(\/v1\/checkins\/)[^/?#]+/, '$1[redacted]');
+/** Express matches paths case-insensitively and folds repeated slashes into no route: the redaction covers both. */
+export const redactCheckinToken = (url: string) => url.replace(/(\/v1\/+checkins\/+)[^/?#]+/i, '$1[redacted]');
 
 export interface ApiAppOptions {
   config: Config;

@@ -45,7 +45,13 @@ export class AppError extends Error {
 
 export const notFound = (what = 'resource') => new AppError('not_found', `${what} not found`);
 
-/** MongoDB's duplicate-key error: a unique clash, which callers turn into `conflict` or "already done". */
+/**
+ * A unique clash, which callers turn into `conflict` or "already done": MongoDB's duplicate-key error,
+ * or FerretDB's answer to an update that breaks a unique index: code 1 carrying PostgreSQL's 23505 or
+ * SQLite's "UNIQUE constraint failed".
+ */
 export function isDuplicateKey(error: unknown): boolean {
-  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === 11000;
+  if (typeof error !== 'object' || error === null) return false;
+  const { code, message } = error as { code?: unknown; message?: unknown };
+  return code === 11000 || (code === 1 && typeof message === 'string' && /23505|UNIQUE constraint failed/.test(message));
 }

@@ -6,7 +6,7 @@ import type { MemberPrincipal } from '../../principal.js';
 import { randomBase62 } from '../../secrets.js';
 import { slugify } from '../../slug.js';
 import type { CheckInRecord, Stamped } from '../../telemetry/records.js';
-import { contentId, insertNew } from '../../telemetry/storage.js';
+import { contentId, insertNew, oneAtATime } from '../../telemetry/storage.js';
 import { namedProjects, projectFilter } from '../../views.js';
 import { openAlert, resolveAlert } from '../alerts/service.js';
 import { auditAs } from '../audit/service.js';
@@ -235,21 +235,26 @@ export async function checkIn(check: CronCheckDoc, input: CheckInInput, at: Date
     { _id: pingId, orgId: check.orgId, checkId: check._id, receivedAt: at, status: input.status, durationMs, runId: input.runId ?? null, excerpt: input.excerpt ?? null, source: input.source },
   ]);
   if (!stored) return; // the same SDK check-in, stored before
-  const set: Record<string, unknown> = { lastCheckinAt: at, nextExpectedAt: nextExpectedAfter(scheduleOf(check), check.timezone, at) };
-  const closesRun = !input.runId || input.runId === check.runId || !check.runId;
-  if (input.status === 'start') Object.assign(set, { runStartedAt: at, runId: input.runId ?? null });
-  else if (closesRun) Object.assign(set, { runStartedAt: null, runId: null });
-  if (input.status === 'ok') {
-    Object.assign(set, { state: 'up', downReason: null, openAlertKey: null });
-    if (check.openAlertKey) await resolveAlert(check.openAlertKey, at, { recovered_at: at.toISOString() });
-  } else if (input.status === 'fail' && check.state !== 'down') {
-    const key = `cron:${check._id.toHexString()}:failed:${pingId.toHexString()}`;
-    Object.assign(set, { state: 'down', downReason: 'failed', openAlertKey: key });
-    if (!check.paused) await raiseDown(check, 'failed', key, at, { excerpt: input.excerpt?.slice(0, 200) ?? null });
-  } else if (input.status === 'start' && (check.state === 'new' || check.state === 'late')) {
-    set.state = 'up';
-  }
-  await CronCheck.updateOne({ _id: check._id }, { $set: set });
+  await oneAtATime(CronCheck.collection.collectionName, check._id, async () => {
+    // read again in this check's turn: a check-in arriving at the same moment may have moved it
+    const current = await CronCheck.findById(check._id).lean<CronCheckDoc>();
+    if (!current) return;
+    const set: Record<string, unknown> = { lastCheckinAt: at, nextExpectedAt: nextExpectedAfter(scheduleOf(current), current.timezone, at) };
+    const closesRun = !input.runId || input.runId === current.runId || !current.runId;
+    if (input.status === 'start') Object.assign(set, { runStartedAt: at, runId: input.runId ?? null });
+    else if (closesRun) Object.assign(set, { runStartedAt: null, runId: null });
+    if (input.status === 'fail' && current.state !== 'down') {
+      const key = `cron:${current._id.toHexString()}:failed:${pingId.toHexString()}`;
+      // conditional on the state read, so of two failures at once only one takes the check down
+      const moved = await CronCheck.updateOne({ _id: current._id, state: current.state }, { $set: { ...set, state: 'down', downReason: 'failed', openAlertKey: key } });
+      if (moved.modifiedCount === 1 && !current.paused) await raiseDown(current, 'failed', key, at, { excerpt: input.excerpt?.slice(0, 200) ?? null });
+      return;
+    }
+    if (input.status === 'ok') Object.assign(set, { state: 'up', downReason: null, openAlertKey: null });
+    else if (input.status === 'start' && (current.state === 'new' || current.state === 'late')) set.state = 'up';
+    await CronCheck.updateOne({ _id: current._id }, { $set: set });
+    if (input.status === 'ok' && current.openAlertKey) await resolveAlert(current.openAlertKey, at, { recovered_at: at.toISOString() });
+  });
 }
 
 /** The check of a ping URL's token, or 404 as for any unknown token. */
@@ -275,12 +280,11 @@ export async function sweepChecks(now = new Date()): Promise<{ late: number; dow
   for (const check of checks) {
     if (check.state === 'new') continue;
     const id = check._id.toHexString();
+    // each verdict in the check's turn, so it never interleaves with a check-in's write (see oneAtATime)
+    const judge = (filter: Record<string, unknown>, set: Record<string, unknown>) => oneAtATime(CronCheck.collection.collectionName, check._id, () => CronCheck.updateOne({ _id: check._id, ...filter }, { $set: set }));
     if (check.runStartedAt && now.getTime() >= check.runStartedAt.getTime() + check.maxRuntime * MINUTE_MS) {
       const key = `cron:${id}:timed_out:${check.runStartedAt.getTime()}`;
-      const judged = await CronCheck.updateOne(
-        { _id: check._id, runStartedAt: check.runStartedAt },
-        { $set: { runStartedAt: null, runId: null, ...(check.state !== 'down' && { state: 'down', downReason: 'timed_out', openAlertKey: key }) } },
-      );
+      const judged = await judge({ runStartedAt: check.runStartedAt }, { runStartedAt: null, runId: null, ...(check.state !== 'down' && { state: 'down', downReason: 'timed_out', openAlertKey: key }) });
       if (judged.modifiedCount === 0) continue;
       await insertNew(CronPing.collection, [{ _id: contentId('cron-ping', key), orgId: check.orgId, checkId: check._id, receivedAt: now, status: 'timeout' satisfies PingStatus, durationMs: now.getTime() - check.runStartedAt.getTime(), runId: check.runId ?? null, excerpt: null, source: 'monitor' }]);
       if (check.state !== 'down') {
@@ -296,10 +300,7 @@ export async function sweepChecks(now = new Date()): Promise<{ late: number; dow
       // While it stays silent, each later run it misses is recorded too (one alert for the incident).
       let next = nextRun(scheduleOf(check), check.timezone, deadline);
       while (next <= now) next = nextRun(scheduleOf(check), check.timezone, next);
-      const judged = await CronCheck.updateOne(
-        { _id: check._id, nextExpectedAt: deadline },
-        { $set: { nextExpectedAt: next, ...(check.state !== 'down' && { state: 'down', downReason: 'missed', openAlertKey: key }) } },
-      );
+      const judged = await judge({ nextExpectedAt: deadline }, { nextExpectedAt: next, ...(check.state !== 'down' && { state: 'down', downReason: 'missed', openAlertKey: key }) });
       if (judged.modifiedCount === 0) continue;
       await insertNew(CronPing.collection, [{ _id: contentId('cron-ping', key), orgId: check.orgId, checkId: check._id, receivedAt: now, status: 'missed' satisfies PingStatus, durationMs: null, runId: null, excerpt: null, source: 'monitor' }]);
       if (check.state !== 'down') {
@@ -307,7 +308,7 @@ export async function sweepChecks(now = new Date()): Promise<{ late: number; dow
         counts.down += 1;
       }
     } else if (check.state === 'up' && now >= deadline) {
-      const judged = await CronCheck.updateOne({ _id: check._id, state: 'up', nextExpectedAt: deadline }, { $set: { state: 'late' } });
+      const judged = await judge({ state: 'up', nextExpectedAt: deadline }, { state: 'late' });
       counts.late += judged.modifiedCount;
     }
   }
