@@ -446,8 +446,11 @@ describe('cron checks through the API', () => {
         await ping(check, '?colour=red'), // 400
         await ping(check, '/sideways'), // 404
         await h.api.get(`/v1/checkins/${unknown}`), // 404
+        // Express routes paths case-insensitively; a doubled slash reaches no route
+        await h.api.get(`/v1/Checkins/${tokenOf(check)}`),
+        await h.api.get(`/v1/checkins//${tokenOf(check)}`), // 404
       ];
-      expect(answers.map((reply) => reply.status)).toEqual([200, 200, 200, 400, 400, 404, 404]);
+      expect(answers.map((reply) => reply.status)).toEqual([200, 200, 200, 400, 400, 404, 404, 200, 404]);
       // the check-ins were logged, with the token replaced
       expect(h.logs.text).toContain('/v1/checkins/[redacted]');
       // neither these nor any other test's tokens
@@ -533,6 +536,17 @@ describe('cron checks through the API', () => {
 
       expect((await owner.client.delete(`/v1/cron/checks/${check.id}`)).status).toBe(204);
       expect(await alertsOf(check)).toEqual([expect.objectContaining({ id: alerts[0].id, status: 'resolved' })]);
+    });
+
+    test('failures arriving at the same moment take the check down once: one alert, resolved by the next ok', async () => {
+      const check = await stateCheck({ name: 'fan-out', schedule: { type: 'interval', value: 1, unit: 'hour' } });
+      await checkIn(check, '2026-06-02T09:00:00Z');
+      await Promise.all(Array.from({ length: 5 }, () => checkIn(check, '2026-06-02T09:30:00Z', 'fail')));
+      expect(await alertsOf(check)).toEqual([expect.objectContaining({ status: 'open', details: expect.objectContaining({ reason: 'failed' }) })]);
+      await checkIn(check, '2026-06-02T09:40:00Z');
+      expect(await alertsOf(check)).toEqual([expect.objectContaining({ status: 'resolved', resolved_at: '2026-06-02T09:40:00.000Z' })]);
+      const pings = (await owner.client.get(`/v1/cron/checks/${check.id}/pings?limit=10`)).body.data;
+      expect(pings.map((p: { status: string }) => p.status)).toEqual(['ok', 'fail', 'fail', 'fail', 'fail', 'fail', 'ok']);
     });
 
     test('a start never ended is down (timed out) after max_runtime, with a timeout ping; one alert', async () => {
