@@ -12,7 +12,7 @@
  */
 import { Types } from 'mongoose';
 import { createOutbound, parseAllowlist } from '../../src/shared/clients/outbound.js';
-import { UptimeMonitor } from '../../src/shared/features/uptime/model.js';
+import { UptimeCheck, UptimeMonitor } from '../../src/shared/features/uptime/model.js';
 import { probeMonitor } from '../../src/shared/features/uptime/service.js';
 import { createProject, signUp, type Account } from '../support/factories/accounts.js';
 import { type Harness, useHarness } from '../support/harness.js';
@@ -314,6 +314,25 @@ describe('monitors and their probes (OUTBOUND_ALLOWLIST=127.0.0.1, probes run by
       const listed = await owner.client.get(`/v1/uptime/monitors?project_id=${project.id}&limit=200`);
       expect(listed.body.data.map((m: MonitorJson) => m.id)).not.toContain(monitor.id);
       expect((await alertsAbout(owner, monitor.id, 'uptime.down')).map((a) => a.status)).toEqual(['resolved']);
+    });
+
+    test('a probe outlived by a change of URL or a delete leaves no trace: no state, no alert, no result of a deleted monitor', async () => {
+      const slow = await targets.start({ status: 500, delayMs: 400 });
+      const moved = await createMonitor(owner, project.id, { url: slow.url, failure_threshold: 1 });
+      const probing = probeAt(moved.id);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await owner.client.patch(`/v1/uptime/monitors/${moved.id}`, { url: `${up.url}/health` })).status).toBe(200);
+      await probing;
+      expect(await monitorOf(owner, moved.id)).toMatchObject({ state: 'pending', url: `${up.url}/health`, last_checked_at: null });
+      expect(await alertsAbout(owner, moved.id, 'uptime.down')).toEqual([]);
+
+      const removed = await createMonitor(owner, project.id, { url: slow.url, failure_threshold: 1 });
+      const probingRemoved = probeAt(removed.id);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      expect((await owner.client.delete(`/v1/uptime/monitors/${removed.id}`)).status).toBe(204);
+      await probingRemoved;
+      expect(await UptimeCheck.countDocuments({ monitorId: removed.id })).toBe(0);
+      expect(await alertsAbout(owner, removed.id, 'uptime.down')).toEqual([]);
     });
 
     test('invalid fields answer validation_failed naming each field', async () => {

@@ -260,51 +260,46 @@ export async function probeMonitor(monitorId: string, due: number, deps: { outbo
   const failures = outcome.ok ? 0 : claimed.consecutiveFailures + 1;
   const successes = outcome.ok ? claimed.consecutiveSuccesses + 1 : 0;
   const set: Record<string, unknown> = { consecutiveFailures: failures, consecutiveSuccesses: successes, lastCheckedAt: at, lastError: outcome.error, tlsValidTo: outcome.tlsValidTo ?? claimed.tlsValidTo ?? null };
+  /** Alert changes, made once the result is written: none for a monitor changed or deleted while it was probed. */
+  const alerts: (() => Promise<unknown>)[] = [];
   const subject = { type: 'uptime_monitor', id: claimed._id.toHexString() };
+  const { openAlertKey, tlsAlertKey } = claimed;
   if (!outcome.ok && claimed.state !== 'down') {
     if (failures >= claimed.failureThreshold) {
       const key = `uptime:${claimed._id.toHexString()}:down:${checkId}`;
       Object.assign(set, { state: 'down', openAlertKey: key });
-      await openAlert({
-        key,
-        orgId: claimed.orgId,
-        projectId: claimed.projectId,
-        kind: 'uptime.down',
-        subject,
-        title: `${claimed.name} is down: ${outcome.error}`,
-        details: { url: claimed.url, error: outcome.error, status_code: outcome.statusCode, failures },
-        at,
-      });
+      const details = { url: claimed.url, error: outcome.error, status_code: outcome.statusCode, failures };
+      alerts.push(() => openAlert({ key, orgId: claimed.orgId, projectId: claimed.projectId, kind: 'uptime.down', subject, title: `${claimed.name} is down: ${outcome.error}`, details, at }));
     } else {
       set.nextProbeAt = new Date(at.getTime() + Math.min(CONFIRM_AFTER_MS, claimed.intervalSeconds * 1000));
     }
   } else if (outcome.ok && claimed.state !== 'up' && (claimed.state === 'pending' || successes >= claimed.recoveryThreshold)) {
     Object.assign(set, { state: 'up', openAlertKey: null });
-    if (claimed.openAlertKey) await resolveAlert(claimed.openAlertKey, at, { recovered_at: at.toISOString(), status_code: outcome.statusCode });
+    if (openAlertKey) alerts.push(() => resolveAlert(openAlertKey, at, { recovered_at: at.toISOString(), status_code: outcome.statusCode }));
   }
-  if (outcome.tlsValidTo && outcome.tlsDaysLeft !== null) {
-    const key = `uptime:${claimed._id.toHexString()}:tls:${outcome.tlsValidTo.getTime()}`;
-    if (outcome.tlsDaysLeft <= deps.tlsWarnDays) {
+  const { tlsValidTo: validTo, tlsDaysLeft: daysLeft } = outcome;
+  if (validTo && daysLeft !== null) {
+    const key = `uptime:${claimed._id.toHexString()}:tls:${validTo.getTime()}`;
+    if (daysLeft <= deps.tlsWarnDays) {
       // replaced by another certificate that expires soon too: the old one's alert is over, this one gets its own
-      if (claimed.tlsAlertKey && claimed.tlsAlertKey !== key) await resolveAlert(claimed.tlsAlertKey, at, { replaced_until: outcome.tlsValidTo.toISOString() });
+      if (tlsAlertKey && tlsAlertKey !== key) alerts.push(() => resolveAlert(tlsAlertKey, at, { replaced_until: validTo.toISOString() }));
       set.tlsAlertKey = key;
-      await openAlert({
-        key,
-        orgId: claimed.orgId,
-        projectId: claimed.projectId,
-        kind: 'uptime.tls_expiring',
-        subject,
-        title: outcome.tlsDaysLeft < 0 ? `${claimed.name}: the TLS certificate has expired` : `${claimed.name}: the TLS certificate expires in ${outcome.tlsDaysLeft} days`,
-        details: { url: claimed.url, expires_at: outcome.tlsValidTo.toISOString(), days_left: outcome.tlsDaysLeft, warn_days: deps.tlsWarnDays },
-        at,
-      });
-    } else if (claimed.tlsAlertKey) {
+      const title = daysLeft < 0 ? `${claimed.name}: the TLS certificate has expired` : `${claimed.name}: the TLS certificate expires in ${daysLeft} days`;
+      const details = { url: claimed.url, expires_at: validTo.toISOString(), days_left: daysLeft, warn_days: deps.tlsWarnDays };
+      alerts.push(() => openAlert({ key, orgId: claimed.orgId, projectId: claimed.projectId, kind: 'uptime.tls_expiring', subject, title, details, at }));
+    } else if (tlsAlertKey) {
       // renewed: the old certificate's alert is over
       set.tlsAlertKey = null;
-      await resolveAlert(claimed.tlsAlertKey, at, { renewed_until: outcome.tlsValidTo.toISOString() });
+      alerts.push(() => resolveAlert(tlsAlertKey, at, { renewed_until: validTo.toISOString() }));
     }
   }
-  await oneAtATime(monitorCollection, claimed._id, () => UptimeMonitor.updateOne({ _id: claimed._id }, { $set: set }));
+  // written only while the monitor still probes what was probed: a URL changed, a pause or a delete meanwhile wins
+  const written = await oneAtATime(monitorCollection, claimed._id, () => UptimeMonitor.updateOne({ _id: claimed._id, url: claimed.url, paused: false }, { $set: set }));
+  if (written.matchedCount === 0) {
+    if (!(await UptimeMonitor.exists({ _id: claimed._id }))) await UptimeCheck.deleteOne({ _id: checkId });
+    return outcome;
+  }
+  for (const change of alerts) await change();
   return outcome;
 }
 
