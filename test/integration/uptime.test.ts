@@ -350,6 +350,8 @@ describe('monitors and their probes (OUTBOUND_ALLOWLIST=127.0.0.1, probes run by
         [{ ...base, expected_status: ['299-200'] }, 'body.expected_status.0'],
         // "the keyword must not appear" without a keyword would check nothing
         [{ ...base, keyword_absent: true }, 'body.keyword_absent'],
+        // a HEAD answer has no body: a keyword rule would fail every probe
+        [{ ...base, method: 'HEAD', keyword: 'ok' }, 'body.method'],
         // Node refuses such a header on every request: the monitor could never pass
         [{ ...base, headers: { 'X-Note': 'a\r\nHost: internal' } }, 'body.headers.X-Note'],
       ];
@@ -366,6 +368,7 @@ describe('monitors and their probes (OUTBOUND_ALLOWLIST=127.0.0.1, probes run by
         [{ state: 'up' }, 'body'],
         [{ url: 'file:///etc/passwd' }, 'body.url'],
         [{ keyword_absent: true }, 'body.keyword_absent'],
+        [{ method: 'HEAD', keyword_absent: 'error' }, 'body.method'],
       ] as const;
       for (const [body, path] of patches) {
         const reply = await owner.client.patch(`/v1/uptime/monitors/${monitor.id}`, body);

@@ -59,11 +59,18 @@ function refuseUrl(url: string | undefined, outbound: Pick<Outbound, 'urlProblem
   if (problem) throw new AppError('validation_failed', `url cannot be probed: ${problem}`, { details: [{ path: 'body.url', message: problem }] });
 }
 
-/** `keyword_absent: true` means "the keyword must not appear": without a keyword it would check nothing. */
-function refuseKeywordRules(keyword: string | null | undefined, keywordAbsent: unknown): void {
+/**
+ * `keyword_absent: true` means "the keyword must not appear": without a keyword it would check nothing.
+ * A HEAD answer has no body, so a keyword rule would fail every probe.
+ */
+function refuseKeywordRules(keyword: string | null | undefined, keywordAbsent: unknown, method: string): void {
   if (keywordAbsent === true && !keyword) {
     const message = 'true needs a keyword (the text that must not appear)';
     throw new AppError('validation_failed', `keyword_absent ${message}`, { details: [{ path: 'body.keyword_absent', message }] });
+  }
+  if (method === 'HEAD' && (keyword || keywordAbsent)) {
+    const message = 'a HEAD answer has no body to look for a keyword in';
+    throw new AppError('validation_failed', message, { details: [{ path: 'body.method', message }] });
   }
 }
 
@@ -80,7 +87,7 @@ async function findMonitor(orgId: Types.ObjectId, monitorId: string): Promise<Up
 
 export async function createMonitor(principal: MemberPrincipal, input: z.infer<typeof createMonitorBody>, outbound: Pick<Outbound, 'urlProblem'>, ip: string | undefined, now = new Date()) {
   refuseUrl(input.url, outbound);
-  refuseKeywordRules(input.keyword, input.keyword_absent);
+  refuseKeywordRules(input.keyword, input.keyword_absent, input.method);
   const project = await findProject(principal.orgId, input.project_id);
   const monitor = (
     await UptimeMonitor.create({
@@ -140,7 +147,7 @@ const fieldNames: Record<string, string> = {
 export async function updateMonitor(principal: MemberPrincipal, monitorId: string, input: z.infer<typeof updateMonitorBody>, outbound: Pick<Outbound, 'urlProblem'>, ip: string | undefined, now = new Date()) {
   refuseUrl(input.url, outbound);
   const monitor = await findMonitor(principal.orgId, monitorId);
-  refuseKeywordRules(input.keyword !== undefined ? input.keyword : monitor.keyword, input.keyword_absent !== undefined ? input.keyword_absent : monitor.keywordAbsent);
+  refuseKeywordRules(input.keyword !== undefined ? input.keyword : monitor.keyword, input.keyword_absent !== undefined ? input.keyword_absent : monitor.keywordAbsent, input.method ?? monitor.method);
   const set: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(input)) if (fieldNames[field]) set[fieldNames[field]] = value;
   if (input.headers) set.headers = headerPairs(input.headers);
