@@ -1,36 +1,10 @@
-import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { mongo } from 'mongoose';
 import pg from 'pg';
 import { ferretdbTables, plannedIndexes } from '../../src/shared/clients/ferretdb-indexes.js';
 import { LOCAL_DATABASE } from '../../src/shared/local-services.js';
-
-/** The service as `npm start` runs it (all roles in one process), from source, on random ports. */
-function startService(env: Record<string, string | undefined>) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, NODE_OPTIONS: '', PORT: '0', INGEST_PORT: '0', HOST: '127.0.0.1', REDIS_URL: process.env.TEST_REDIS_URL, REDIS_PREFIX: `slk_test_${randomBytes(6).toString('hex')}`, LOG_LEVEL: 'info', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const lines: Record<string, unknown>[] = [];
-  let buffered = '';
-  child.stdout.on('data', (chunk: Buffer) => {
-    buffered += chunk.toString();
-    const complete = buffered.split('\n');
-    buffered = complete.pop()!;
-    for (const line of complete) if (line.startsWith('{')) lines.push(JSON.parse(line));
-  });
-  const portOf = async (msg: string) => {
-    const deadline = Date.now() + 20_000;
-    while (Date.now() < deadline) {
-      const line = lines.find((l) => l.msg === msg);
-      if (line) return line.port as number;
-      await new Promise((r) => setTimeout(r, 50));
-    }
-    throw new Error(`no "${msg}" line`);
-  };
-  return { child, lines, portOf };
-}
+import { startService } from '../support/service-process.js';
 
 test('all roles start, answer /readyz, and stop cleanly on SIGTERM', async () => {
   const database = `slk_test_process_${randomBytes(4).toString('hex')}`;

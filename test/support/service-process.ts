@@ -1,0 +1,34 @@
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+
+/**
+ * The service as `npm start` runs it, from source, as a child process on random ports: all roles by
+ * default, or one with `ROLE`. Its JSON log lines are kept; `portOf` waits for a "… listening" line.
+ */
+export function startService(env: Record<string, string | undefined>) {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, NODE_OPTIONS: '', PORT: '0', INGEST_PORT: '0', HOST: '127.0.0.1', REDIS_URL: process.env.TEST_REDIS_URL, REDIS_PREFIX: `slk_test_${randomBytes(6).toString('hex')}`, LOG_LEVEL: 'info', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: Record<string, unknown>[] = [];
+  let buffered = '';
+  child.stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString();
+    const complete = buffered.split('\n');
+    buffered = complete.pop()!;
+    for (const line of complete) if (line.startsWith('{')) lines.push(JSON.parse(line));
+  });
+  const waitForLine = async (msg: string) => {
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      const line = lines.find((l) => l.msg === msg);
+      if (line) return line;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`no "${msg}" line`);
+  };
+  const portOf = async (msg: string) => (await waitForLine(msg)).port as number;
+  return { child, lines, portOf, waitForLine };
+}
+
+export type ServiceProcess = ReturnType<typeof startService>;
