@@ -1,3 +1,5 @@
+import type { z } from 'zod';
+import type { alertJson } from '../../src/shared/features/alerts/schemas.js';
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,26 +11,7 @@ import { envelope, errorEvent, projectWithDsn, type ProjectWithDsn } from '../su
 import { startMailCatcher, type MailCatcher, type ReceivedMail } from '../support/smtp.js';
 import { eventually } from '../support/wait.js';
 
-interface Delivery {
-  destination_id: string;
-  event: 'opened' | 'resolved';
-  status: 'pending' | 'retrying' | 'sent' | 'failed';
-  attempts: number;
-  last_error: string | null;
-  last_attempt_at: string | null;
-}
-interface AlertJson {
-  id: string;
-  kind: string;
-  status: 'open' | 'resolved';
-  project_id: string | null;
-  subject: { type: string; id: string };
-  title: string;
-  details: Record<string, unknown>;
-  opened_at: string;
-  resolved_at: string | null;
-  deliveries: Delivery[];
-}
+type AlertJson = z.infer<typeof alertJson>;
 
 /** A webhook/Slack endpoint on loopback: keeps every request with its raw body; paths under /broken/ answer 500. */
 interface Receiver {

@@ -10,6 +10,8 @@
  *   threshold sequences, re-probe times and concurrent turns exact;
  * - the probe scheduler: workers on, monitors created over HTTP and probed by the real 5-second tick.
  */
+import type { z } from 'zod';
+import type { alertJson } from '../../src/shared/features/alerts/schemas.js';
 import { Types } from 'mongoose';
 import { createOutbound, parseAllowlist } from '../../src/shared/clients/outbound.js';
 import { UptimeCheck, UptimeMonitor } from '../../src/shared/features/uptime/model.js';
@@ -40,17 +42,7 @@ interface ProbeResultJson {
   error: string | null;
   tls_days_left: number | null;
 }
-interface AlertJson {
-  id: string;
-  kind: string;
-  status: 'open' | 'resolved';
-  project_id: string | null;
-  subject: { type: string; id: string };
-  title: string;
-  details: Record<string, unknown>;
-  opened_at: string;
-  resolved_at: string | null;
-}
+type AlertJson = z.infer<typeof alertJson>;
 
 const SECOND = 1000;
 const DAY_MS = 86_400_000;
