@@ -5,6 +5,7 @@ const port = z.coerce.number().int().min(0).max(65535);
 const positiveInt = z.coerce.number().int().positive();
 const optionalUrl = z.url().optional().or(z.literal('').transform(() => undefined));
 const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL');
+const optionalText = z.string().optional().transform((value) => value || undefined);
 
 export const localStoreChoices = ['auto', 'postgresql', 'sqlite'] as const;
 export type LocalStoreChoice = (typeof localStoreChoices)[number];
@@ -35,6 +36,16 @@ const schema = z.object({
   BLOB_STORE: z.enum(['fs', 's3']).default('fs'),
   /** Root of the `fs` blob store; defaults to DATA_DIR/blobs. */
   BLOB_DIR: z.string().optional(),
+  /** The `s3` blob store: any S3-compatible endpoint (unset: AWS S3 itself). */
+  S3_ENDPOINT: optionalUrl,
+  S3_REGION: z.string().min(1).default('us-east-1'),
+  /** Required when BLOB_STORE=s3; the bucket must exist. */
+  S3_BUCKET: optionalText,
+  /** Both or neither; neither: the AWS SDK's own credential chain (instance role, AWS_* variables). */
+  S3_ACCESS_KEY_ID: optionalText,
+  S3_SECRET_ACCESS_KEY: optionalText,
+  /** Path-style addressing (`endpoint/bucket/key`), which MinIO and most self-hosted stores need. */
+  S3_FORCE_PATH_STYLE: z.enum(['true', 'false', '1', '0'], 'must be true, false, 1 or 0').default('false').transform((value) => value === 'true' || value === '1'),
   DASHBOARD_ORIGIN: z.url().default('http://localhost:3000'),
   /** Public URL of the API; also switches single sign-on on. */
   API_PUBLIC_URL: optionalUrl,
@@ -66,6 +77,18 @@ const schema = z.object({
   WORKER_CONCURRENCY: positiveInt.default(4),
   /** Prefix of every BullMQ and cache key in Redis, so several deployments can share one Redis. */
   REDIS_PREFIX: z.string().min(1).default('slk'),
+  /**
+   * Key that seals credentials kept at rest (code-host tokens): 32 bytes as 64 hex digits or base64.
+   * Unset: a key is generated once into DATA_DIR/encryption.key and reused.
+   */
+  ENCRYPTION_KEY: z
+    .string()
+    .regex(/^([0-9a-fA-F]{64}|[A-Za-z0-9+/]{43}=)$/, 'must be 32 bytes as 64 hex digits or base64')
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /** REST API roots of the code hosts (VCS integrations verify tokens and repositories there). */
+  GITHUB_API_URL: z.url().default('https://api.github.com'),
+  GITLAB_API_URL: z.url().default('https://gitlab.com/api/v4'),
   /** Check-ins one token may send per minute (abuse control: a looping script, not a schedule). */
   CHECKIN_RATE_LIMIT_PER_MINUTE: positiveInt.default(60),
   /** Where alert and digest email goes, e.g. smtp://127.0.0.1:2525; unset: email is off. */
@@ -89,7 +112,10 @@ const schema = z.object({
   TLS_EXPIRY_WARN_DAYS: positiveInt.default(14),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   SHUTDOWN_TIMEOUT_MS: positiveInt.default(10_000),
-});
+})
+  // `when` runs these beside the other keys' checks, so one boot lists every bad key.
+  .refine((env) => env.BLOB_STORE !== 's3' || !!env.S3_BUCKET, { path: ['S3_BUCKET'], message: 'required when BLOB_STORE=s3', when: () => true })
+  .refine((env) => !env.S3_ACCESS_KEY_ID === !env.S3_SECRET_ACCESS_KEY, { path: ['S3_SECRET_ACCESS_KEY'], message: 'S3_ACCESS_KEY_ID and S3_SECRET_ACCESS_KEY are set together or not at all', when: () => true });
 
 type Env = z.infer<typeof schema>;
 

@@ -11,6 +11,7 @@ import { delimiter, join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { mongo } from 'mongoose';
 import pg from 'pg';
+import { ensureS3Bucket, type S3Location } from './clients/blob.js';
 import type { Config, LocalStoreChoice } from './config.js';
 
 const { MongoClient } = mongo;
@@ -24,12 +25,28 @@ const FERRETDB_PORTS = { postgresql: 27018, sqlite: 27019 } as const;
 export const LOCAL_DATABASE = 'sluice';
 const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
 const FERRETDB_VERSION = 'v1.24.2';
+/** The S3-compatible server for the `s3` blob driver's tests: versitygw over a plain directory (its posix backend). */
+export const LOCAL_S3_PORT = 27020;
+const VERSITYGW_MODULE = 'github.com/versity/versitygw';
+const VERSITYGW_VERSION = 'v1.8.0';
+/** Fixed, loopback-only credentials, so a server left running by an earlier start is reused. */
+const LOCAL_S3_CREDENTIALS = { accessKeyId: 'sluice-local', secretAccessKey: 'sluice-local-secret' };
+export const LOCAL_S3_BUCKET = 'sluice';
 
 export interface LocalServices {
   mongoUrl: string;
   redisUrl: string;
   /** Set when the store is FerretDB on PostgreSQL: the database FerretDB keeps its tables in (see ferretdb-indexes). */
   ferretdbPostgresUrl?: string;
+}
+
+/** A local S3-compatible store and how to reach it (path-style addressing). */
+export interface LocalS3 {
+  endpoint: string;
+  region: string;
+  bucket: string;
+  accessKeyId: string;
+  secretAccessKey: string;
 }
 
 export class LocalServiceError extends Error {}
@@ -186,9 +203,11 @@ async function ensureRedis(dataDir: string): Promise<string> {
   return url;
 }
 
+const findGo = () => which('go') ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+
 /** `go install …@version` needs the proxy's version list, so the pinned module is downloaded and built in place. */
 function buildFerretDB(dataDir: string): string {
-  const go = which('go') ?? (existsSync('/usr/local/go/bin/go') ? '/usr/local/go/bin/go' : undefined);
+  const go = findGo();
   if (!go) {
     throw new LocalServiceError('no MongoDB-compatible server: put mongod or ferretdb on PATH, install Go to build FerretDB, or set MONGO_URL');
   }
@@ -285,4 +304,61 @@ export async function ensureLocalServices(
   if (config.MONGO_URL) return { mongoUrl: config.MONGO_URL, redisUrl, ...(config.FERRETDB_POSTGRES_URL && { ferretdbPostgresUrl: config.FERRETDB_POSTGRES_URL }) };
   const store = await ensureStore(dataDir, config.LOCAL_STORE, config.LOCAL_POSTGRES_URL);
   return { mongoUrl: `${store.url}/${LOCAL_DATABASE}`, redisUrl, ...(store.ferretdbPostgresUrl && { ferretdbPostgresUrl: store.ferretdbPostgresUrl }) };
+}
+
+/** Anything answering HTTP there; whether it is an S3 server that takes the local credentials is checked next. */
+async function httpAnswers(port: number): Promise<boolean> {
+  try {
+    const reply = await fetch(`http://127.0.0.1:${port}/`, { signal: AbortSignal.timeout(1000) });
+    await reply.arrayBuffer();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** versitygw has no replace directives, so a plain `go install` of the pinned version builds it. */
+function buildVersitygw(dataDir: string): string {
+  const go = findGo();
+  if (!go) throw new LocalServiceError('no S3-compatible server for the s3 blob tests: put versitygw on PATH or install Go to build it');
+  const bin = resolve(dataDir, 'bin');
+  say(`building versitygw ${VERSITYGW_VERSION} with ${go} into ${bin} (once; takes about a minute)`);
+  run(go, ['install', `${VERSITYGW_MODULE}/cmd/versitygw@${VERSITYGW_VERSION}`], { cwd: dataDir, env: { ...process.env, GOBIN: bin, GO111MODULE: 'on' } });
+  return join(bin, 'versitygw');
+}
+
+/**
+ * The S3-compatible server the `s3` blob driver's tests run against: versitygw on 127.0.0.1:27020 over
+ * DATA_DIR/s3 (one folder per bucket), reused when already listening, else built once with Go and
+ * started in the background. The bucket is created if missing. `npm start` never calls this: with
+ * BLOB_STORE=s3 the service uses the configured endpoint.
+ */
+export async function ensureLocalS3(config: Pick<Config, 'DATA_DIR'>): Promise<LocalS3> {
+  const dataDir = resolve(config.DATA_DIR);
+  const endpoint = `http://127.0.0.1:${LOCAL_S3_PORT}`;
+  const local: LocalS3 = { endpoint, region: 'us-east-1', bucket: LOCAL_S3_BUCKET, ...LOCAL_S3_CREDENTIALS };
+  const location: S3Location = { ...local, forcePathStyle: true };
+  if (await httpAnswers(LOCAL_S3_PORT)) {
+    say(`reusing the S3 server already listening on ${endpoint}`);
+  } else {
+    mkdirSync(join(dataDir, 'logs'), { recursive: true });
+    const candidates = [join(dataDir, 'bin', 'versitygw'), which('versitygw'), join(homedir(), 'go', 'bin', 'versitygw')];
+    const versitygw = candidates.filter((path): path is string => !!path && existsSync(path)).find(works) ?? buildVersitygw(dataDir);
+    const dir = join(dataDir, 's3');
+    const logFile = join(dataDir, 'logs', 'versitygw.log');
+    mkdirSync(dir, { recursive: true });
+    say(`starting versitygw (${versitygw}) on ${endpoint} (data in ${dir}, log in ${logFile})`);
+    const child = startDetached(
+      versitygw,
+      ['--access', local.accessKeyId, '--secret', local.secretAccessKey, '--port', `127.0.0.1:${LOCAL_S3_PORT}`, '--quiet', 'posix', resolve(dir)],
+      logFile,
+    );
+    await waitFor(() => httpAnswers(LOCAL_S3_PORT), 'versitygw', logFile, child);
+  }
+  try {
+    await ensureS3Bucket(location);
+  } catch (error) {
+    throw new LocalServiceError(`the server on ${endpoint} does not serve the local bucket with the local credentials (${(error as Error).message}); stop whatever listens there`);
+  }
+  return local;
 }
