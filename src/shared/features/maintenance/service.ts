@@ -6,7 +6,7 @@ import { Feedback } from '../feedback/model.js';
 import { ErrorEvent, Issue, IssueUser } from '../issues/model.js';
 import { Log, LogPattern, LogRollup } from '../logs/model.js';
 import { MetricName, MetricPoint, MetricSeries } from '../metrics/model.js';
-import { ReleaseHealth } from '../releases/model.js';
+import { ReleaseHealth, ReleaseRollup, ReleaseSummary } from '../releases/model.js';
 import { Replay, ReplaySegment } from '../replays/model.js';
 import { SpanRollup } from '../services/model.js';
 import { Span, Trace } from '../traces/model.js';
@@ -53,6 +53,8 @@ const expiring: [name: string, collection: mongo.Collection, timeField: string][
   ['alerts', Alert.collection, 'resolvedAt'],
   ['alertDeliveries', AlertDelivery.collection, 'createdAt'],
   ['releaseHealth', ReleaseHealth.collection, 'hour'],
+  ['releaseRollups', ReleaseRollup.collection, 'at'],
+  ['releaseSummaries', ReleaseSummary.collection, 'lastSeen'],
   ['replays', Replay.collection, 'lastSeenAt'],
   ['endUsers', EndUser.collection, 'lastSeen'],
 ];
