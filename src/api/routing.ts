@@ -61,9 +61,12 @@ function detailsOf(error: z.ZodError, location: string): ErrorDetail[] {
   }));
 }
 
+/** A route's query parameters checked as mounting checks them: unknown ones refused, defaults applied. */
+export const safeParseQuery = (route: Pick<AnyRoute, 'query'>, query: unknown) => (route.query ?? emptyObject).strict().safeParse(query);
+
 /** Unknown query parameters are a malformed request; values that fail the schema are a validation failure. */
-function parseQuery(schema: AnyObject, query: unknown) {
-  const result = schema.strict().safeParse(query);
+function parseQuery(route: AnyRoute, query: unknown) {
+  const result = safeParseQuery(route, query);
   if (result.success) return result.data;
   const details = detailsOf(result.error, 'query');
   if (result.error.issues.every((issue) => issue.code === 'unrecognized_keys')) {
@@ -90,7 +93,7 @@ function parseBody(schema: ZodType, req: Request) {
   return result.data;
 }
 
-function authorize(access: Access, principal: Principal | undefined, credentialError: AppError | undefined): void {
+export function authorize(access: Access, principal: Principal | undefined, credentialError: AppError | undefined): void {
   if (access === 'public') return;
   if (credentialError) throw credentialError;
   if (!principal) throw new AppError('unauthenticated', 'authentication required');
@@ -112,7 +115,7 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[]): void {
       const principal = res.locals.principal as Principal | undefined;
       authorize(route.access, principal, res.locals.credentialError as AppError | undefined);
       const params = parseParams(route.params ?? emptyObject, req.params);
-      const query = parseQuery(route.query ?? emptyObject, req.query);
+      const query = parseQuery(route, req.query);
       const body = route.body ? parseBody(route.body, req) : undefined;
       const result = await route.handler({ params, query, body, principal: principal as MemberPrincipal, req, res });
       const status = route.status ?? 200;

@@ -1,0 +1,164 @@
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import { AppError } from '../../shared/errors.js';
+import { toAppError } from '../../shared/http/errors.js';
+import {
+  asQueryValues,
+  dashboardBodies,
+  dashboardJson,
+  getDashboardQuery,
+  listDashboardsQuery,
+  updateDashboardBody,
+  type ViewCatalog,
+} from '../../shared/features/dashboards/schemas.js';
+import { createDashboard, deleteDashboard, getDashboard, listDashboards, replaceWidgets, updateDashboard, type ViewResolver } from '../../shared/features/dashboards/service.js';
+import type { MemberPrincipal } from '../../shared/principal.js';
+import { authorize, defineRoute, listOf, safeParseQuery, type AnyRoute } from '../routing.js';
+
+/**
+ * The read views a widget may show: its name → the GET route serving it. A widget's params are
+ * that route's query parameters and its data is that route's answer, so nothing here repeats a
+ * view's schema or logic.
+ */
+export const dashboardViews = {
+  issues: '/v1/issues',
+  traces: '/v1/traces',
+  services: '/v1/services',
+  'services.map': '/v1/services/map',
+  'services.approaching': '/v1/services/approaching',
+  traffic: '/v1/traffic',
+  queues: '/v1/queues',
+  anomalies: '/v1/anomalies',
+  'endpoints.surges': '/v1/endpoints/surges',
+  'database.slow_queries': '/v1/database/slow-queries',
+  'database.query_patterns': '/v1/database/query-patterns',
+  logs: '/v1/logs',
+  'logs.patterns': '/v1/logs/patterns',
+  'logs.surges': '/v1/logs/surges',
+  'metrics.names': '/v1/metrics/names',
+  'metrics.series': '/v1/metrics/series',
+  alerts: '/v1/alerts',
+  'uptime.monitors': '/v1/uptime/monitors',
+  'cron.checks': '/v1/cron/checks',
+} as const;
+
+const viewNames = Object.keys(dashboardViews) as [keyof typeof dashboardViews, ...(keyof typeof dashboardViews)[]];
+
+/** Each view's route, looked up once the app's route list is complete; a view without its route is a bug. */
+function viewRegistry(routes: () => readonly AnyRoute[]) {
+  let registry: Map<string, AnyRoute> | undefined;
+  return () =>
+    (registry ??= new Map(
+      Object.entries(dashboardViews).map(([name, path]) => {
+        const route = routes().find((candidate) => candidate.method === 'get' && candidate.path === path);
+        if (!route || route.params || path.includes('{')) throw new Error(`dashboard view ${name}: no GET ${path} route without path parameters`);
+        return [name, route];
+      }),
+    ));
+}
+
+/** A view's answer for the caller, as its own route gives it: the same access check, query rules and handler. */
+const resolverFor =
+  (views: () => Map<string, AnyRoute>, principal: MemberPrincipal, req: Request, res: Response): ViewResolver =>
+  async (view, params) => {
+    try {
+      const route = views().get(view);
+      if (!route) throw new AppError('validation_failed', `unknown view ${view}`);
+      authorize(route.access, principal, undefined);
+      // parameters saved under an older version of the view's rules may no longer pass them
+      const query = safeParseQuery(route, asQueryValues(params));
+      if (!query.success) throw new AppError('validation_failed', `parameters no longer valid for ${view}: ${query.error.issues.map((issue) => issue.message).join('; ')}`);
+      return { data: await route.handler({ params: {}, query: query.data, body: undefined, principal, req, res }) };
+    } catch (error) {
+      const appError = toAppError(error);
+      if (appError.code === 'internal_error') req.log.error({ err: error, view }, 'dashboard widget view failed');
+      return { error: { code: appError.code, message: appError.message } };
+    }
+  };
+
+const dashboardParams = z.object({ dashboardID: z.string() });
+
+/** `routes` gives the app's full route list (as for the OpenAPI document), read on first use. */
+export const dashboardRoutes = (routes: () => readonly AnyRoute[]) => {
+  const views = viewRegistry(routes);
+  const catalog: ViewCatalog = {
+    names: viewNames,
+    paramsProblems: (view, params) => {
+      const route = views().get(view);
+      if (!route) return [{ path: [], message: `unknown view ${view}` }];
+      const result = safeParseQuery(route, params);
+      if (result.success) return [];
+      return result.error.issues.flatMap((issue) =>
+        issue.code === 'unrecognized_keys' ? issue.keys.map((key) => ({ path: [key], message: `unknown parameter of ${view}` })) : [{ path: issue.path, message: issue.message }],
+      );
+    },
+  };
+  const { createDashboardBody, replaceWidgetsBody } = dashboardBodies(catalog);
+  return [
+    defineRoute({
+      method: 'post',
+      path: '/v1/dashboards',
+      tag: 'Dashboards',
+      summary: "Create a dashboard, optionally with widgets: each shows one read view (its `query.view`) with that view's query parameters, placed on a 12-column grid.",
+      access: 'member',
+      body: createDashboardBody,
+      status: 201,
+      response: dashboardJson,
+      handler: ({ principal, body, req }) => createDashboard(principal, body, req.ip),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/dashboards',
+      tag: 'Dashboards',
+      summary: "The organisation's dashboards, oldest first, with their widgets (unresolved).",
+      access: 'member',
+      query: listDashboardsQuery,
+      response: listOf(dashboardJson),
+      handler: ({ principal, query }) => listDashboards(principal.orgId, query),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/dashboards/{dashboardID}',
+      tag: 'Dashboards',
+      summary: "One dashboard; with resolve=true each widget also carries `data`, its view's answer for the caller exactly as the view's own route gives it, or `error` when the view refused.",
+      access: 'member',
+      params: dashboardParams,
+      query: getDashboardQuery,
+      response: dashboardJson,
+      handler: ({ principal, params, query, req, res }) =>
+        getDashboard(principal.orgId, params.dashboardID, query.resolve === 'true' ? resolverFor(views, principal, req, res) : undefined),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: '/v1/dashboards/{dashboardID}',
+      tag: 'Dashboards',
+      summary: 'Rename a dashboard or change its description (null clears it).',
+      access: 'member',
+      params: dashboardParams,
+      body: updateDashboardBody,
+      response: dashboardJson,
+      handler: ({ principal, params, body, req }) => updateDashboard(principal, params.dashboardID, body, req.ip),
+    }),
+    defineRoute({
+      method: 'put',
+      path: '/v1/dashboards/{dashboardID}/widgets',
+      tag: 'Dashboards',
+      summary: 'Replace the whole widget set. Widgets keep the ids given; those without one get a new id. One invalid widget refuses the whole set.',
+      access: 'member',
+      params: dashboardParams,
+      body: replaceWidgetsBody,
+      response: dashboardJson,
+      handler: ({ principal, params, body, req }) => replaceWidgets(principal, params.dashboardID, body.widgets, req.ip),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: '/v1/dashboards/{dashboardID}',
+      tag: 'Dashboards',
+      summary: 'Delete a dashboard.',
+      access: 'member',
+      params: dashboardParams,
+      status: 204,
+      handler: ({ principal, params, req }) => deleteDashboard(principal, params.dashboardID, req.ip),
+    }),
+  ];
+};
