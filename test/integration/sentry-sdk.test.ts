@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { gunzipSync, gzipSync } from 'node:zlib';
+import { gunzipSync } from 'node:zlib';
 import { Types } from 'mongoose';
 import { bucketOf, representative } from '../../src/shared/telemetry/histogram.js';
 import { createBlobStore } from '../../src/shared/clients/blob.js';
@@ -12,7 +12,7 @@ import { Span, Trace } from '../../src/shared/features/traces/model.js';
 import { Usage } from '../../src/shared/features/usage/model.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
-import { eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { eventId, projectWithDsn, replayEnvelope, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { eventually } from '../support/wait.js';
 
 const run = promisify(execFile);
@@ -162,12 +162,6 @@ describe('the rest of what the SDK sends arrives and is stored', () => {
 
   test('a browser replay is kept only while the project captures replays', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
-    const replayEnvelope = (replayId: string) => {
-      const recording = Buffer.concat([Buffer.from('{"segment_id":0}\n'), gzipSync(JSON.stringify([{ type: 4, data: { href: 'https://shop.example/cart' }, timestamp: Date.now() }]))]);
-      const event = { type: 'replay_event', replay_id: replayId, segment_id: 0, replay_type: 'session', timestamp: Date.now() / 1000, replay_start_timestamp: Date.now() / 1000 - 5, urls: ['https://shop.example/cart'], trace_ids: [], error_ids: [] };
-      const header = Buffer.from(`${JSON.stringify({ event_id: replayId })}\n${JSON.stringify({ type: 'replay_event' })}\n${JSON.stringify(event)}\n${JSON.stringify({ type: 'replay_recording', length: recording.length })}\n`);
-      return Buffer.concat([header, recording, Buffer.from('\n')]);
-    };
     const send = async (replayId: string) => {
       const response = await fetch(`${h.ingest.baseUrl}/api/${project.number}/envelope/?sentry_key=${project.publicKey}`, { method: 'POST', body: replayEnvelope(replayId), headers: { 'content-type': 'text/plain;charset=UTF-8' } });
       expect(response.status).toBe(200);

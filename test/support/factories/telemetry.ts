@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { gzipSync } from 'node:zlib';
+import { deflateSync, gzipSync } from 'node:zlib';
 import type { Account } from './accounts.js';
 import { createProject } from './accounts.js';
 
@@ -29,6 +29,43 @@ export function envelope(header: Record<string, unknown>, items: Array<{ type: s
     lines.push(JSON.stringify({ type: item.type, ...(item.length && { length: Buffer.byteLength(payload) }) }), payload);
   }
   return `${lines.join('\n')}\n`;
+}
+
+export interface ReplaySegmentOptions {
+  segmentId?: number;
+  /** The segment's rrweb events; by default one meta event on https://shop.example/cart. */
+  events?: unknown[];
+  /** How the SDK packed the events: gzip, zlib (the browser SDK's compression worker) or plain JSON. */
+  compression?: 'gzip' | 'zlib' | 'none';
+  /** Fields of the replay_event item over the defaults (a session replay of https://shop.example/cart, started 5 s ago). */
+  event?: Record<string, unknown>;
+}
+
+/**
+ * One replay segment as a browser SDK sends it: a replay_event item and its replay_recording item, whose
+ * payload is a `{"segment_id":N}` line followed by the rrweb events.
+ */
+export function replayEnvelope(replayId: string, options: ReplaySegmentOptions = {}): Buffer {
+  const segmentId = options.segmentId ?? 0;
+  const events = JSON.stringify(options.events ?? [{ type: 4, data: { href: 'https://shop.example/cart' }, timestamp: Date.now() }]);
+  const packed = { gzip: gzipSync, zlib: deflateSync, none: (text: string) => Buffer.from(text) }[options.compression ?? 'gzip'](events);
+  const recording = Buffer.concat([Buffer.from(`${JSON.stringify({ segment_id: segmentId })}\n`), packed]);
+  const event = {
+    type: 'replay_event',
+    replay_id: replayId,
+    segment_id: segmentId,
+    replay_type: 'session',
+    timestamp: Date.now() / 1000,
+    replay_start_timestamp: Date.now() / 1000 - 5,
+    urls: ['https://shop.example/cart'],
+    trace_ids: [],
+    error_ids: [],
+    ...options.event,
+  };
+  const header = Buffer.from(
+    `${JSON.stringify({ event_id: replayId })}\n${JSON.stringify({ type: 'replay_event' })}\n${JSON.stringify(event)}\n${JSON.stringify({ type: 'replay_recording', length: recording.length })}\n`,
+  );
+  return Buffer.concat([header, recording, Buffer.from('\n')]);
 }
 
 /** An error event as @sentry/node shapes one: exception chain with in-app frames, oldest frame first. */
