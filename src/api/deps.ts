@@ -1,4 +1,6 @@
+import type { CodeHosts } from '../shared/clients/code-hosts.js';
 import type { Outbound } from '../shared/clients/outbound.js';
+import type { SecretBox } from '../shared/clients/secret-box.js';
 import type { Config } from '../shared/config.js';
 import type { RateLimits } from './middleware/rate-limit.js';
 
@@ -8,4 +10,7 @@ export interface ApiDeps {
   limits: RateLimits;
   /** Only its URL check: the API refuses forbidden targets at creation; workers make the requests. */
   outbound: Pick<Outbound, 'urlProblem'>;
+  codeHosts: CodeHosts;
+  /** Seals credentials kept at rest (code-host tokens). */
+  secrets: SecretBox;
 }

@@ -20,6 +20,7 @@ export const jobs = {
   },
   monitors: {
     'sweep-cron-checks': z.object({}),
+    'evaluate-deployments': z.object({}),
     'schedule-probes': z.object({}),
     /** One monitor's turn, named by the time it was due. */
     probe: z.object({ monitorId: z.string(), due: z.number() }),

@@ -20,6 +20,7 @@ const schedules = [
   { queue: 'monitors', id: 'sweep-cron-checks', every: 10_000, job: 'sweep-cron-checks' },
   { queue: 'monitors', id: 'schedule-probes', every: 5_000, job: 'schedule-probes' },
   { queue: 'monitors', id: 'send-due-reports', every: 60_000, job: 'send-due-reports' },
+  { queue: 'monitors', id: 'evaluate-deployments', every: 60_000, job: 'evaluate-deployments' },
   { queue: 'alerts', id: 'dispatch-alerts', every: 5_000, job: 'dispatch-alerts' },
 ] as const;
 /** Jobs each worker process runs at once per queue: probes and deliveries wait on the network, so many at once. */

@@ -321,6 +321,11 @@ describe('the preview', () => {
       await openAlert({ key: `reports-test:${monitorId}:${n}`, orgId, projectId: new Types.ObjectId(storefront.id), kind: 'uptime.down', subject: { type: 'uptime_monitor', id: monitorId }, title: 'storefront home is down', at: openedAt });
     }
 
+    // Deployments: one in the period (listed), one before it (not).
+    for (const [version, deployedAt] of [['storefront@1.0.0', at(-5 * HOUR)], ['storefront@1.1.0', at(7 * HOUR)]] as const) {
+      expect((await owner.client.post('/v1/deployments', { project_id: storefront.id, version, deployed_at: deployedAt.toISOString() })).status).toBe(201);
+    }
+
     ids = {
       checkout: (await issueTitled(owner, storefront.id, CHECKOUT)).id,
       inventory: (await issueTitled(owner, storefront.id, INVENTORY)).id,
@@ -357,6 +362,7 @@ describe('the preview', () => {
       uptime: [{ monitor_id: monitorId, name: 'storefront home', probes: 3, uptime_percent: 66.667, incidents: 1 }],
       cron: [],
       slowest_endpoints: [],
+      deployments: [{ id: expect.any(String), version: 'storefront@1.1.0', environment: 'production', deployed_at: new Date(from.getTime() + 7 * HOUR).toISOString(), verdict: null }],
     });
     const regressedAt = Date.parse(first.regressed_issues[0].regressed_at);
     expect(regressedAt).toBeGreaterThanOrEqual(regression.before);
@@ -376,6 +382,7 @@ describe('the preview', () => {
         { check_id: ids.ledger, name: 'ledger-export', missed: 0, failed: 1, timed_out: 0 },
       ],
       slowest_endpoints: [],
+      deployments: [],
     });
   });
 

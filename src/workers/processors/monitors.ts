@@ -3,6 +3,7 @@ import { Types } from 'mongoose';
 import type { Mailer } from '../../shared/clients/mailer.js';
 import type { Outbound } from '../../shared/clients/outbound.js';
 import { sweepChecks } from '../../shared/features/cron/service.js';
+import { evaluateDeployments } from '../../shared/features/deployments/service.js';
 import { claimDueReports, sendDigest } from '../../shared/features/reports/service.js';
 import { dueMonitors, probeMonitor } from '../../shared/features/uptime/service.js';
 import type { Logger } from '../../shared/logger.js';
@@ -28,6 +29,11 @@ export function monitorsProcessor({ logger, outbound, mailer, tlsWarnDays, queue
         const found = await sweepChecks();
         if (found.down > 0) logger.info(found, 'cron checks late or down');
         return found;
+      }
+      case 'evaluate-deployments': {
+        const judged = await evaluateDeployments();
+        if (judged.judged > 0) logger.info(judged, 'deployments judged');
+        return judged;
       }
       case 'schedule-probes': {
         const due = await dueMonitors();

@@ -31,6 +31,8 @@ const issueSchema = new Schema({
   latestEventId: { type: String, default: null },
   resolvedAt: { type: Date, default: null },
   regressedAt: { type: Date, default: null },
+  /** The release of the issue's first event: the release it is new in. */
+  firstRelease: { type: String, default: null },
   /** An ignored issue reopens once this time passes… */
   ignoredUntil: { type: Date, default: null },
   /** …or once its event count reaches this total. */
@@ -41,6 +43,8 @@ issueSchema.index({ projectId: 1, hash: 1 }, { unique: true });
 // the issue list in each of its sort orders, keyset-paged within an organisation.
 issueSchema.index({ orgId: 1, lastSeen: -1, _id: -1 });
 issueSchema.index({ orgId: 1, firstSeen: -1, _id: -1 });
+// a release's new issues.
+issueSchema.index({ projectId: 1, firstRelease: 1 });
 issueSchema.index({ orgId: 1, eventCount: -1, _id: -1 });
 issueSchema.index({ orgId: 1, userCount: -1, _id: -1 });
 // the scheduled reopening of ignored issues whose time has come.

@@ -1,4 +1,5 @@
 import { Schema, model } from 'mongoose';
+import { rollupSchema } from '../../telemetry/rollups.js';
 
 /**
  * Release health: session outcomes per release, environment and hour in which the sessions started.
@@ -23,3 +24,43 @@ releaseHealthSchema.index({ projectId: 1, release: 1, environment: 1, hour: 1 },
 releaseHealthSchema.index({ orgId: 1, hour: 1 });
 
 export const ReleaseHealth = model('ReleaseHealth', releaseHealthSchema, 'release_health');
+
+/**
+ * Per minute, per release and environment (either may be null): the requests services served (entry
+ * spans) with failures and a latency histogram, the error events, and the sessions that started with
+ * how many crashed. Deployment health compares windows of these; nothing reads raw telemetry for it.
+ */
+const releaseRollupSchema = rollupSchema({
+  release: { type: String, default: null },
+  environment: { type: String, default: null },
+  requests: { type: Number, default: 0 },
+  failed: { type: Number, default: 0 },
+  latency: { type: Schema.Types.Mixed, default: {} },
+  errors: { type: Number, default: 0 },
+  sessions: { type: Number, default: 0 },
+  crashed: { type: Number, default: 0 },
+});
+
+export const ReleaseRollup = model('ReleaseRollup', releaseRollupSchema, 'release_rollups');
+
+/**
+ * One release in one project and environment, over its whole life: what the release list reads.
+ * `_id` is derived from the three, so each batch adds to it with one upsert.
+ */
+const releaseSummarySchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  projectId: { type: Schema.Types.ObjectId, required: true },
+  release: { type: String, required: true },
+  environment: { type: String, default: null },
+  firstSeen: { type: Date, required: true },
+  lastSeen: { type: Date, required: true },
+  requests: { type: Number, default: 0 },
+  errors: { type: Number, default: 0 },
+  sessions: { type: Number, default: 0 },
+  crashed: { type: Number, default: 0 },
+});
+// the release list of an organisation; retention cleanup by organisation and age.
+releaseSummarySchema.index({ orgId: 1, lastSeen: 1 });
+
+export const ReleaseSummary = model('ReleaseSummary', releaseSummarySchema, 'release_summaries');

@@ -5,6 +5,7 @@ import { inWindowByHour, rounded } from '../../views.js';
 import { Organization } from '../accounts/model.js';
 import { Alert } from '../alerts/model.js';
 import { CronCheck, CronPing } from '../cron/model.js';
+import { Deployment, type DeploymentDoc } from '../deployments/model.js';
 import { EndpointRollup } from '../endpoints/model.js';
 import { ErrorEvent, Issue } from '../issues/model.js';
 import { Project } from '../projects/model.js';
@@ -67,6 +68,7 @@ export async function gatherDigest(orgId: Types.ObjectId, from: Date, to: Date, 
     CronCheck.find({ orgId }, { name: 1, projectId: 1 }).sort({ createdAt: 1, _id: 1 }).lean(),
     Alert.find({ orgId, kind: 'uptime.down', openedAt: { $gte: from, $lt: to } }, { subjectId: 1 }).lean(),
   ]);
+  const deployments = await Deployment.find({ orgId, deployedAt: { $gte: from, $lt: to } }).sort({ deployedAt: 1, _id: 1 }).lean<DeploymentDoc[]>();
   const cronVerdicts = await CronPing.find({ orgId, receivedAt: { $gte: from, $lt: to }, status: { $in: ['missed', 'fail', 'timeout'] } }, { checkId: 1, status: 1 }).lean();
   const titles = new Map((await Issue.find({ _id: { $in: current.map((row) => row._id.issue) } }, { title: 1 }).lean()).map((issue) => [issue._id.toHexString(), issue.title]));
   const incidents = byCount(downAlerts.map((alert) => alert.subjectId));
@@ -115,6 +117,7 @@ export async function gatherDigest(orgId: Types.ObjectId, from: Date, to: Date, 
       uptime,
       cron,
       slowest_endpoints: await slowestEndpoints(orgId, project._id, from, to),
+      deployments: mine(deployments).map((d) => ({ id: d._id.toHexString(), version: d.version, environment: d.environment, deployed_at: d.deployedAt.toISOString(), verdict: d.verdict ?? null })),
     });
   }
   return { organization: org?.name ?? '', projects: data };
@@ -151,6 +154,7 @@ export function renderDigest(data: Digest['data'], period: Digest['period'], tim
     section('Top issues', project.top_issues.map((i) => `${i.title}: ${i.events} events`));
     section('Uptime', project.uptime.map((m) => `${m.name}: ${m.uptime_percent === null ? 'no probes' : `${m.uptime_percent}% of ${m.probes} probes`}, ${m.incidents} incidents`));
     section('Cron checks with problems', project.cron.map((c) => `${c.name}: ${c.missed} missed, ${c.failed} failed, ${c.timed_out} timed out`));
+    section('Deployments', project.deployments.map((d) => `${d.version} (${d.environment}) at ${d.deployed_at}${d.verdict ? `: ${d.verdict.replace('_', ' ')}` : ''}`));
     section('Slowest endpoints (p95)', project.slowest_endpoints.map((e) => `${e.method ? `${e.method} ` : ''}${e.route} (${e.service}): ${e.p95_ms} ms over ${e.requests} requests`));
     text.push('');
   }

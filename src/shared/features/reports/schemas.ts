@@ -41,6 +41,8 @@ export const digestProjectJson = z.object({
   uptime: z.array(z.object({ monitor_id: z.string(), name: z.string(), probes: count, uptime_percent: z.number().nullable(), incidents: count })),
   cron: z.array(z.object({ check_id: z.string(), name: z.string(), missed: count, failed: count, timed_out: count })),
   slowest_endpoints: z.array(z.object({ service: z.string(), method: z.string().nullable(), route: z.string(), requests: count, p95_ms: z.number().nullable() })),
+  /** Deployments in the period, oldest first, with their verdict once judged. */
+  deployments: z.array(z.object({ id: z.string(), version: z.string(), environment: z.string(), deployed_at: z.string(), verdict: z.enum(['healthy', 'degraded', 'insufficient_data']).nullable() })),
 });
 
 export const previewJson = z.object({

@@ -1,3 +1,4 @@
+import { countIntoReleases } from '../releases/service.js';
 import { Types, type mongo } from 'mongoose';
 import type { z } from 'zod';
 import { AppError, notFound } from '../../errors.js';
@@ -180,7 +181,25 @@ export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
   });
   await recordObservations(observations);
   const queues = await queueCounts(inserted);
-  await Promise.all([endpointCounts(inserted).write(EndpointRollup.collection), queryCounts(inserted).write(QueryRollup.collection), queues.write(QueueRollup.collection)]);
+  await Promise.all([
+    endpointCounts(inserted).write(EndpointRollup.collection),
+    queryCounts(inserted).write(QueryRollup.collection),
+    queues.write(QueueRollup.collection),
+    // the requests services served (entry spans, as in the service list), by release and environment
+    countIntoReleases(
+      inserted
+        .filter((span) => span.isSegment)
+        .map((span) => ({
+          orgId: span.orgId,
+          projectId: span.projectId,
+          atMs: span.startAt.getTime(),
+          release: span.release ?? null,
+          environment: span.environment ?? null,
+          counts: { requests: 1, failed: span.status === 'error' || (span.http?.statusCode ?? 0) >= 500 ? 1 : 0 },
+          latencyMs: span.durationMs,
+        })),
+    ),
+  ]);
 }
 
 type SpanDoc = StoredSpan & { _id: Types.ObjectId };

@@ -1,0 +1,55 @@
+import type { Config } from '../config.js';
+
+export const providers = ['github', 'gitlab'] as const;
+export type Provider = (typeof providers)[number];
+
+/** What a code host says of a repository a token can see. */
+export interface RepositoryFacts {
+  /** The repository's page, e.g. https://github.com/acme/shop: links are built on it. */
+  webUrl: string;
+  defaultBranch: string;
+}
+
+/** The host's refusal, worded for the user (a wrong token, a repository it cannot see). */
+export class CodeHostRefusal extends Error {}
+
+const TIMEOUT_MS = 10_000;
+
+/** GitHub and GitLab REST clients: the only place Sluice talks to a code host. */
+export interface CodeHosts {
+  verify(provider: Provider, repository: string, token: string): Promise<RepositoryFacts>;
+}
+
+export function createCodeHosts(config: Config): CodeHosts {
+  const request = async (url: string, headers: Record<string, string>, host: string) => {
+    let response: Response;
+    try {
+      response = await fetch(url, { headers: { accept: 'application/json', 'user-agent': 'Sluice', ...headers }, signal: AbortSignal.timeout(TIMEOUT_MS) });
+    } catch (error) {
+      throw new CodeHostRefusal(`${host} could not be reached: ${(error as Error).message}`);
+    }
+    if (response.status === 401) throw new CodeHostRefusal(`${host} refused the access token (401): it is wrong, expired or revoked`);
+    if (response.status === 403) throw new CodeHostRefusal(`${host} refused access to the repository with this token (403)`);
+    if (response.status === 404) throw new CodeHostRefusal(`${host} knows no repository of that name that this token can see (404)`);
+    if (!response.ok) throw new CodeHostRefusal(`${host} answered ${response.status}`);
+    return (await response.json()) as Record<string, unknown>;
+  };
+  const api = (base: string) => base.replace(/\/+$/, '');
+  return {
+    async verify(provider, repository, token) {
+      if (provider === 'github') {
+        const body = await request(`${api(config.GITHUB_API_URL)}/repos/${repository.split('/').map(encodeURIComponent).join('/')}`, { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28' }, 'GitHub');
+        return { webUrl: String(body.html_url ?? `https://github.com/${repository}`), defaultBranch: String(body.default_branch ?? 'main') };
+      }
+      const body = await request(`${api(config.GITLAB_API_URL)}/projects/${encodeURIComponent(repository)}`, { 'private-token': token }, 'GitLab');
+      return { webUrl: String(body.web_url ?? `https://gitlab.com/${repository}`), defaultBranch: String(body.default_branch ?? 'main') };
+    },
+  };
+}
+
+/** Links into a repository's pages on its host. */
+export const codeLinks = {
+  commit: (provider: Provider, webUrl: string, sha: string) => `${webUrl}${provider === 'gitlab' ? '/-' : ''}/commit/${sha}`,
+  source: (provider: Provider, webUrl: string, ref: string, path: string, line?: number | null) =>
+    `${webUrl}${provider === 'gitlab' ? '/-' : ''}/blob/${ref}/${path.replace(/^\/+/, '')}${line ? `#L${line}` : ''}`,
+};
