@@ -69,14 +69,17 @@ async function createKey(principal: MemberPrincipal, project: ProjectDoc, label:
 
 /** Creates a project with its numeric ingest number and a first DSN, as Sentry does. */
 export async function createProject(principal: MemberPrincipal, input: z.infer<typeof createProjectBody>, ip: string | undefined) {
-  let project: ProjectDoc;
-  try {
-    project = (
-      await Project.create({ orgId: principal.orgId, name: input.name, slug: slugify(input.name, { max: 50, fallback: 'project' }), number: await nextProjectNumber(), platform: input.platform ?? null })
-    ).toObject() as ProjectDoc;
-  } catch (error) {
-    if (isDuplicateKey(error)) throw new AppError('conflict', 'a project with that name already exists');
-    throw error;
+  const slug = slugify(input.name, { max: 50, fallback: 'project' });
+  let project: ProjectDoc | undefined;
+  // FerretDB's counter `$inc` is not atomic across connections: two projects created at once can draw
+  // the same number, and the unique index refuses the second; it draws again.
+  for (let attempt = 0; !project; attempt++) {
+    try {
+      project = (await Project.create({ orgId: principal.orgId, name: input.name, slug, number: await nextProjectNumber(), platform: input.platform ?? null })).toObject() as ProjectDoc;
+    } catch (error) {
+      if (!isDuplicateKey(error)) throw error;
+      if (attempt >= 4 || (await Project.exists({ orgId: principal.orgId, slug }))) throw new AppError('conflict', 'a project with that name already exists');
+    }
   }
   await auditAs(principal, ip)('project.create', { type: 'project', id: project._id }, { name: project.name });
   await createKey(principal, project, undefined, ip);
