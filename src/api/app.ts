@@ -5,9 +5,11 @@ import helmet from 'helmet';
 import type { Redis } from 'ioredis';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../shared/config.js';
-import { createBlobStore } from '../shared/clients/blob.js';
+import { createBlobStore, type BlobStore } from '../shared/clients/blob.js';
 import { createMailer } from '../shared/clients/mailer.js';
+import { createCodeHosts } from '../shared/clients/code-hosts.js';
 import { createOutbound, parseAllowlist } from '../shared/clients/outbound.js';
+import { createSecretBox } from '../shared/clients/secret-box.js';
 import { pingMongo } from '../shared/clients/mongo.js';
 import { pingRedis } from '../shared/clients/redis.js';
 import { errorHandler, notFoundRoute } from '../shared/http/errors.js';
@@ -23,10 +25,12 @@ import { apiKeyRoutes } from './routes/api-keys.js';
 import { issueRoutes } from './routes/issues.js';
 import { memberRoutes } from './routes/members.js';
 import { projectRoutes } from './routes/projects.js';
+import { replayRoutes } from './routes/replays.js';
 import { settingsRoutes } from './routes/settings.js';
 import { logRoutes } from './routes/logs.js';
 import { metricRoutes } from './routes/metrics.js';
 import { anomalyRoutes } from './routes/anomalies.js';
+import { ARTIFACT_UPLOAD_PATH, artifactRoutes, deferArtifactBody } from './routes/artifacts.js';
 import { databaseRoutes } from './routes/database.js';
 import { endpointRoutes } from './routes/endpoints.js';
 import { queueRoutes } from './routes/queues.js';
@@ -34,6 +38,9 @@ import { serviceRoutes } from './routes/services.js';
 import { traceRoutes } from './routes/traces.js';
 import { alertRoutes } from './routes/alerts.js';
 import { cronRoutes } from './routes/cron.js';
+import { deploymentRoutes } from './routes/deployments.js';
+import { integrationRoutes } from './routes/integrations.js';
+import { dashboardRoutes } from './routes/dashboards.js';
 import { uptimeRoutes } from './routes/uptime.js';
 import { mountRoutes, type AnyRoute } from './routing.js';
 
@@ -47,17 +54,25 @@ export interface ApiAppOptions {
   logger: Logger;
   /** A `fast` Redis client: rate-limit counters and readiness. */
   redis: Redis;
+  /** Instead of the store `config` names: tests pass the real store wrapped to record its reads. */
+  blobs?: BlobStore;
 }
 
-export function createApiApp({ config, logger, redis }: ApiAppOptions): Express {
-  const deps: ApiDeps = { config, limits: createRateLimits(config, redis), outbound: createOutbound({ allowlist: parseAllowlist(config.OUTBOUND_ALLOWLIST) }) };
+export function createApiApp({ config, logger, redis, blobs = createBlobStore(config) }: ApiAppOptions): Express {
+  const deps: ApiDeps = {
+    config,
+    limits: createRateLimits(config, redis),
+    outbound: createOutbound({ allowlist: parseAllowlist(config.OUTBOUND_ALLOWLIST) }),
+    codeHosts: createCodeHosts(config),
+    secrets: createSecretBox(config),
+  };
   const routes: AnyRoute[] = [
     ...accountRoutes(deps),
     ...memberRoutes(),
     ...projectRoutes(deps),
     ...apiKeyRoutes(),
     ...settingsRoutes(),
-    ...issueRoutes(),
+    ...issueRoutes(blobs),
     ...traceRoutes(),
     ...serviceRoutes(),
     ...endpointRoutes(),
@@ -69,6 +84,11 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
     ...cronRoutes(deps),
     ...uptimeRoutes(deps),
     ...alertRoutes(deps),
+    ...artifactRoutes(blobs),
+    ...deploymentRoutes(),
+    ...integrationRoutes(deps),
+    ...dashboardRoutes(() => routes),
+    ...replayRoutes(blobs),
   ];
   routes.push(openApiRoute(() => routes));
 
@@ -96,11 +116,12 @@ export function createApiApp({ config, logger, redis }: ApiAppOptions): Express 
       else done(null, { origin: false });
     }),
   );
-  const blobs = createBlobStore(config);
   const mailer = createMailer(config);
   app.use(healthRouter({ mongo: pingMongo, redis: () => pingRedis(redis), blob: () => blobs.ping() }, { email: mailer ? () => mailer.ping() : { off: 'SMTP_URL is not set: email destinations and digests are off' } }));
 
   const v1 = Router();
+  // artifact uploads (up to 50 MiB, multipart or raw) are read by their route, after authentication
+  v1.post(ARTIFACT_UPLOAD_PATH, deferArtifactBody);
   v1.use(express.json({ limit: JSON_BODY_LIMIT }));
   // a check-in may carry any text (a job's log tail), whatever its content type
   v1.use('/v1/checkins', express.text({ type: () => true, limit: JSON_BODY_LIMIT }));

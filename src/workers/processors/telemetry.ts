@@ -1,5 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { BlobStore } from '../../shared/clients/blob.js';
+import { createSymbolicator } from '../../shared/features/artifacts/symbolicate.js';
 import { ingestSdkCheckIns } from '../../shared/features/cron/service.js';
 import { ingestErrorEvents } from '../../shared/features/issues/service.js';
 import { ingestFeedback } from '../../shared/features/feedback/service.js';
@@ -16,8 +17,10 @@ type Handlers = { [K in RecordKind]: (batch: TelemetryBatch<K>, batchId: string)
 
 /** One handler per record kind; each stores its batch idempotently, so a retried job changes nothing twice. */
 function handlers(blobs: BlobStore): Handlers {
+  // one per worker process: its LRU keeps the source maps it parsed
+  const symbolicator = createSymbolicator(blobs);
   return {
-    errors: ({ items }, batchId) => ingestErrorEvents(items, batchId),
+    errors: ({ items }, batchId) => ingestErrorEvents(items, batchId, new Date(), symbolicator),
     feedback: ({ items }) => ingestFeedback(items),
     spans: ({ items }) => ingestSpans(items),
     logs: ({ items }) => ingestLogs(items),

@@ -60,6 +60,18 @@ export const frameJson = z.object({
   colno: z.number().nullable(),
   in_app: z.boolean(),
   context_line: z.string().nullable(),
+  /** Source lines around context_line, from the source map's sourcesContent or as the SDK sent them. */
+  pre_context: z.array(z.string()),
+  post_context: z.array(z.string()),
+  /** JavaScript frames: true when resolved through a source map, false when not (see symbolication_error); null for other frames. */
+  symbolicated: z.boolean().nullable(),
+  symbolication_error: z.string().nullable(),
+  /** The name of the source map artifact the frame was resolved with. */
+  source_map: z.string().nullable(),
+  /** The frame as the SDK sent it (minified), beside the resolved one. */
+  minified: z
+    .object({ filename: z.string().nullable(), abs_path: z.string().nullable(), function: z.string().nullable(), lineno: z.number().nullable(), colno: z.number().nullable() })
+    .nullable(),
 });
 
 export const eventJson = z.object({
@@ -81,6 +93,10 @@ export const eventJson = z.object({
   contexts: z.record(z.string(), z.unknown()),
   request: z.record(z.string(), z.unknown()).nullable(),
   sdk: z.record(z.string(), z.unknown()).nullable(),
+  /** Null without JavaScript frames to resolve; else whether every one was resolved through a source map (now, or when the event was read). */
+  symbolicated: z.boolean().nullable(),
+  /** Why frames were not resolved, e.g. `no source map for https://cdn.example.com/app.min.js with release shop@1.2.0`. */
+  symbolication_errors: z.array(z.string()),
 });
 
 export const issueDetailJson = issueJson.extend({ latest_event: eventJson.nullable() });

@@ -1,3 +1,4 @@
+import { countIntoReleases } from '../releases/service.js';
 import { openAlert, resolveAlertsAbout } from '../alerts/service.js';
 import { Types } from 'mongoose';
 import type { z } from 'zod';
@@ -5,8 +6,9 @@ import { AppError, isDuplicateKey, notFound } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor, paginate, parseId } from '../../paging.js';
 import type { ErrorEventRecord, Stamped } from '../../telemetry/records.js';
 import { scopeFilter, type ViewScope } from '../../views.js';
-import { contentId, inParallel, insertNew, oneAtATime, PARALLEL_WRITES } from '../../telemetry/storage.js';
+import { claimBatch, contentId, inParallel, insertNew, oneAtATime, PARALLEL_WRITES } from '../../telemetry/storage.js';
 import { recordEndUsers, userKeyOf, type SentUser } from '../users/service.js';
+import type { Symbolicator } from '../artifacts/symbolicate.js';
 import { crashingFrames, culprit, groupingHash, issueTitle, type SentryEventLike, type SentryExceptionLike } from './grouping.js';
 import { ErrorEvent, EVENT_PAGE_SIZE, Issue, IssueUser, type ErrorEventDoc, type IssueDoc } from './model.js';
 import { issueSorts, type eventJson, type issueJson, type listIssuesQuery, type updateIssueBody } from './schemas.js';
@@ -73,6 +75,40 @@ function prepare({ orgId, projectId, record }: Stamped<ErrorEventRecord>, now: D
   };
 }
 
+// ---------------------------------------------------------------------------------------------
+// Symbolication (features/artifacts): JavaScript frames resolved through uploaded source maps
+// ---------------------------------------------------------------------------------------------
+
+/** Before grouping, so that builds of the same code (different minified names and columns) group together. */
+async function symbolicateBatch(items: Stamped<ErrorEventRecord>[], symbolicator: Symbolicator): Promise<Stamped<ErrorEventRecord>[]> {
+  const out = [...items];
+  const byProject = groupBy([...items.keys()], (index) => items[index]!.projectId);
+  await inParallel([...byProject], PARALLEL_WRITES, async ([projectId, indexes]) => {
+    const events = await symbolicator.symbolicate(new Types.ObjectId(projectId), indexes.map((index) => items[index]!.record.event));
+    indexes.forEach((index, n) => (out[index] = { ...items[index]!, record: { ...items[index]!.record, event: events[n]! } }));
+  });
+  return out;
+}
+
+/** Events stored before their source map was uploaded are symbolicated when read, once it exists (the stored event is left as it is). */
+async function readEvents(docs: ErrorEventDoc[], symbolicator: Symbolicator | undefined): Promise<Record<string, unknown>[]> {
+  const events = docs.map((doc) => obj(JSON.parse(doc.data)) ?? {});
+  if (!symbolicator || docs.length === 0) return events;
+  return symbolicator.symbolicate(docs[0]!.projectId, events);
+}
+
+/** An event's symbolication as the API shows it: null without JavaScript frames to resolve, else whether every one was. */
+function symbolicationOf(event: Record<string, unknown>) {
+  const frames = exceptionsOf(event as SentryEventLike).flatMap((exception) => exception.stacktrace?.frames ?? []);
+  const marks = [...frames, ...((event as SentryEventLike).stacktrace?.frames ?? [])].flatMap((frame): Record<string, unknown>[] => {
+    const mark = obj(obj(frame)?.symbolication);
+    return mark ? [mark] : [];
+  });
+  if (marks.length === 0) return { symbolicated: null, symbolication_errors: [] };
+  const errors = [...new Set(marks.flatMap((mark) => str(mark.reason) ?? []))];
+  return { symbolicated: marks.every((mark) => mark.status === 'resolved'), symbolication_errors: errors };
+}
+
 /** How many batch ids an issue remembers for retries; older ones are dropped (a retry comes within minutes). */
 const COUNTED_BATCHES_KEPT = 32;
 
@@ -96,6 +132,8 @@ async function countIntoIssue(events: PreparedEvent[], newUsers: number, lastPag
       groupingKind: newest.groupingKind,
       platform: str(newest.event.platform),
       status: 'unresolved',
+      // the release the issue first appeared in: a release's new issues
+      firstRelease: str(events.reduce((a, b) => (b.at < a.at ? b : a)).event.release),
     },
     $set: {
       title: issueTitle(sentry),
@@ -207,8 +245,9 @@ async function plannedPages(events: PreparedEvent[]): Promise<Map<string, number
  * exactly what it had not (a crash between the user records and the count leaves those users
  * uncounted). An event another batch stored is that batch's to count, so duplicates count once.
  */
-export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batchId: string, now = new Date()): Promise<void> {
-  const prepared = [...new Map(items.map((item) => prepare(item, now)).map((e) => [e.key, e] as const)).values()];
+export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batchId: string, now = new Date(), symbolicator?: Symbolicator): Promise<void> {
+  const symbolicated = symbolicator ? await symbolicateBatch(items, symbolicator) : items;
+  const prepared = [...new Map(symbolicated.map((item) => prepare(item, now)).map((e) => [e.key, e] as const)).values()];
   const planned = await plannedPages(prepared);
   const inserted = await insertNew(
     ErrorEvent.collection,
@@ -235,6 +274,10 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
   if (inserted.length < prepared.length) for (const [id, page] of await storedByBatch(batchId)) pages.set(id, page);
   const toCount = prepared.filter((e) => pages.has(e._id.toHexString()));
   if (toCount.length === 0) return;
+  // `$inc` cannot tell a retry: the release rollups take this batch's events once
+  if (await claimBatch(batchId, 'release-errors')) {
+    await countIntoReleases(toCount.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errors: 1 } })));
+  }
 
   // New (issue, user) pairs first, so each issue's user count moves in the same write as its event count.
   await recordEndUsers(toCount.map((e) => ({ orgId: e.orgId, projectId: e.projectId, user: e.user, seenAt: e.at })));
@@ -292,6 +335,9 @@ export function issueJsonOf(issue: IssueDoc): z.infer<typeof issueJson> {
 
 function frameJsonOf(frame: Record<string, unknown>) {
   const num = (value: unknown) => (typeof value === 'number' ? value : null);
+  const lines = (value: unknown) => (Array.isArray(value) ? value.filter((line): line is string => typeof line === 'string') : []);
+  const symbolication = obj(frame.symbolication);
+  const minified = obj(frame.minified);
   return {
     filename: str(frame.filename),
     abs_path: str(frame.abs_path),
@@ -301,11 +347,18 @@ function frameJsonOf(frame: Record<string, unknown>) {
     colno: num(frame.colno),
     in_app: frame.in_app === true,
     context_line: str(frame.context_line),
+    pre_context: lines(frame.pre_context),
+    post_context: lines(frame.post_context),
+    symbolicated: symbolication ? symbolication.status === 'resolved' : null,
+    symbolication_error: str(symbolication?.reason),
+    source_map: str(symbolication?.source_map),
+    minified: minified
+      ? { filename: str(minified.filename), abs_path: str(minified.abs_path), function: str(minified.function), lineno: num(minified.lineno), colno: num(minified.colno) }
+      : null,
   };
 }
 
-function eventJsonOf(doc: ErrorEventDoc): z.infer<typeof eventJson> {
-  const event = obj(JSON.parse(doc.data)) ?? {};
+function eventJsonOf(doc: ErrorEventDoc, event: Record<string, unknown> = obj(JSON.parse(doc.data)) ?? {}): z.infer<typeof eventJson> {
   const sentry = event as SentryEventLike;
   const logentry = obj(event.logentry);
   const exceptions = exceptionsOf(sentry);
@@ -333,6 +386,7 @@ function eventJsonOf(doc: ErrorEventDoc): z.infer<typeof eventJson> {
     contexts: obj(event.contexts) ?? {},
     request: obj(event.request),
     sdk: obj(event.sdk),
+    ...symbolicationOf(event),
   };
 }
 
@@ -389,16 +443,18 @@ async function occurrences(issue: IssueDoc, limit: number, cursor?: string): Pro
   return { events, nextCursor: found.length > limit && last ? encodeCursor([last.page, last.timestamp, last._id.toHexString()]) : null };
 }
 
-export async function getIssue(orgId: Types.ObjectId, issueId: string) {
+export async function getIssue(orgId: Types.ObjectId, issueId: string, symbolicator?: Symbolicator) {
   const issue = await findIssue(orgId, issueId);
   const [latest] = (await occurrences(issue, 1)).events;
-  return { ...issueJsonOf(issue), latest_event: latest ? eventJsonOf(latest) : null };
+  const [event] = latest ? await readEvents([latest], symbolicator) : [];
+  return { ...issueJsonOf(issue), latest_event: latest ? eventJsonOf(latest, event) : null };
 }
 
-export async function listIssueEvents(orgId: Types.ObjectId, issueId: string, options: { limit: number; cursor?: string | undefined }) {
+export async function listIssueEvents(orgId: Types.ObjectId, issueId: string, options: { limit: number; cursor?: string | undefined }, symbolicator?: Symbolicator) {
   const issue = await findIssue(orgId, issueId);
   const page = await occurrences(issue, options.limit, options.cursor);
-  return { data: page.events.map(eventJsonOf), next_cursor: page.nextCursor };
+  const events = await readEvents(page.events, symbolicator);
+  return { data: page.events.map((doc, index) => eventJsonOf(doc, events[index])), next_cursor: page.nextCursor };
 }
 
 /** resolve → resolved, ignore → ignored (with optional conditions), reopen → unresolved; the same status again is a no-op. */
