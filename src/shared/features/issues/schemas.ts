@@ -68,6 +68,8 @@ export const frameJson = z.object({
   symbolication_error: z.string().nullable(),
   /** The name of the source map artifact the frame was resolved with. */
   source_map: z.string().nullable(),
+  /** In-app frames of a project with a VCS integration: the line in the repository. */
+  source_url: z.string().nullable(),
   /** The frame as the SDK sent it (minified), beside the resolved one. */
   minified: z
     .object({ filename: z.string().nullable(), abs_path: z.string().nullable(), function: z.string().nullable(), lineno: z.number().nullable(), colno: z.number().nullable() })

@@ -1,3 +1,4 @@
+import { linkFrames } from '../integrations/service.js';
 import { countIntoReleases } from '../releases/service.js';
 import { openAlert, resolveAlertsAbout } from '../alerts/service.js';
 import { Types } from 'mongoose';
@@ -92,9 +93,11 @@ async function symbolicateBatch(items: Stamped<ErrorEventRecord>[], symbolicator
 
 /** Events stored before their source map was uploaded are symbolicated when read, once it exists (the stored event is left as it is). */
 async function readEvents(docs: ErrorEventDoc[], symbolicator: Symbolicator | undefined): Promise<Record<string, unknown>[]> {
-  const events = docs.map((doc) => obj(JSON.parse(doc.data)) ?? {});
-  if (!symbolicator || docs.length === 0) return events;
-  return symbolicator.symbolicate(docs[0]!.projectId, events);
+  const stored = docs.map((doc) => obj(JSON.parse(doc.data)) ?? {});
+  if (docs.length === 0) return stored;
+  const events = symbolicator ? await symbolicator.symbolicate(docs[0]!.projectId, stored) : stored;
+  await linkFrames(docs[0]!.projectId, events);
+  return events;
 }
 
 /** An event's symbolication as the API shows it: null without JavaScript frames to resolve, else whether every one was. */
@@ -352,6 +355,7 @@ function frameJsonOf(frame: Record<string, unknown>) {
     symbolicated: symbolication ? symbolication.status === 'resolved' : null,
     symbolication_error: str(symbolication?.reason),
     source_map: str(symbolication?.source_map),
+    source_url: str(frame.source_url),
     minified: minified
       ? { filename: str(minified.filename), abs_path: str(minified.abs_path), function: str(minified.function), lineno: num(minified.lineno), colno: num(minified.colno) }
       : null,
