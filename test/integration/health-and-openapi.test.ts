@@ -92,6 +92,27 @@ test('the document covers every SPEC route of cron monitoring, uptime, alerts, d
   expect(doc.paths['/v1/alert-destinations'].post['x-required-role']).toBe('admin');
 });
 
+test('the document covers every SPEC route of deployments, releases, integrations, source maps, session replay and dashboards', async () => {
+  const doc = (await h.api.get('/v1/openapi.json')).body;
+  const routes = [
+    'POST /v1/deployments', 'GET /v1/deployments', 'GET /v1/deployments/{deploymentID}', 'GET /v1/deployments/{deploymentID}/health',
+    'GET /v1/releases', 'GET /v1/projects/{projectID}/integrations', 'PUT /v1/projects/{projectID}/integrations/{provider}',
+    'DELETE /v1/projects/{projectID}/integrations/{provider}', 'POST /v1/projects/{projectID}/artifacts', 'GET /v1/projects/{projectID}/artifacts',
+    'DELETE /v1/projects/{projectID}/artifacts/{artifactID}', 'GET /v1/projects/{projectID}/replay', 'GET /v1/projects/{projectID}/replay/{sessionID}',
+    'GET /v1/dashboards', 'POST /v1/dashboards', 'GET /v1/dashboards/{dashboardID}', 'PATCH /v1/dashboards/{dashboardID}',
+    'PUT /v1/dashboards/{dashboardID}/widgets', 'DELETE /v1/dashboards/{dashboardID}',
+  ];
+  for (const route of routes) {
+    const [method, path] = route.split(' ') as [string, string];
+    expect({ route, documented: Boolean(doc.paths[path]?.[method.toLowerCase()]) }).toEqual({ route, documented: true });
+  }
+  const health = doc.paths['/v1/deployments/{deploymentID}/health'].get.responses['200'].content['application/json'].schema;
+  expect(Object.keys(health.properties)).toEqual(expect.arrayContaining(['error_rate', 'p95_latency', 'crash_free_sessions', 'new_issues', 'verdict', 'reasons']));
+  expect(Object.keys(health.properties.error_rate.properties)).toEqual(expect.arrayContaining(['before', 'after', 'difference', 'test', 'statistic', 'p_value', 'minimum_sample']));
+  expect(doc.paths['/v1/projects/{projectID}/replay/{sessionID}'].get['x-required-role']).toBe('owner');
+  expect(doc.paths['/v1/projects/{projectID}/integrations/{provider}'].put['x-required-role']).toBe('admin');
+});
+
 test('every route the API answers is in the document, and nothing in the document is unrouted', async () => {
   const doc = (await h.api.get('/v1/openapi.json')).body;
   for (const [path, methods] of Object.entries(doc.paths as Record<string, Record<string, unknown>>)) {
