@@ -32,13 +32,24 @@ export function createCodeHosts(config: Config): CodeHosts {
     if (response.status === 403) throw new CodeHostRefusal(`${host} refused access to the repository with this token (403)`);
     if (response.status === 404) throw new CodeHostRefusal(`${host} knows no repository of that name that this token can see (404)`);
     if (!response.ok) throw new CodeHostRefusal(`${host} answered ${response.status}`);
-    return (await response.json()) as Record<string, unknown>;
+    // a repository is a JSON object; anything else (a proxy's page, a list) is not the API we asked
+    let body: unknown;
+    try {
+      body = await response.json();
+    } catch {
+      body = undefined;
+    }
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw new CodeHostRefusal(`${host} did not answer as its REST API does (status ${response.status}, not a repository)`);
+    return body as Record<string, unknown>;
   };
   const api = (base: string) => base.replace(/\/+$/, '');
   return {
     async verify(provider, repository, token) {
       if (provider === 'github') {
-        const body = await request(`${api(config.GITHUB_API_URL)}/repos/${repository.split('/').map(encodeURIComponent).join('/')}`, { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28' }, 'GitHub');
+        // exactly owner/name, never a dot segment: anything else is another endpoint of the API
+        const segments = repository.split('/');
+        if (segments.length !== 2 || segments.some((segment) => segment === '.' || segment === '..' || segment === '')) throw new CodeHostRefusal('a GitHub repository is owner/name');
+        const body = await request(`${api(config.GITHUB_API_URL)}/repos/${segments.map(encodeURIComponent).join('/')}`, { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28' }, 'GitHub');
         return { webUrl: String(body.html_url ?? `https://github.com/${repository}`), defaultBranch: String(body.default_branch ?? 'main') };
       }
       const body = await request(`${api(config.GITLAB_API_URL)}/projects/${encodeURIComponent(repository)}`, { 'private-token': token }, 'GitLab');

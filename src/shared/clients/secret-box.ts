@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config.js';
 
@@ -17,8 +17,18 @@ function keyOf(config: Config): Buffer {
   const file = join(config.DATA_DIR, 'encryption.key');
   if (!existsSync(file)) {
     mkdirSync(config.DATA_DIR, { recursive: true });
-    writeFileSync(file, randomBytes(32).toString('hex'), { flag: 'wx', mode: 0o600 });
-    chmodSync(file, 0o600);
+    // Written whole under a private name, then linked into place: two processes starting on a new
+    // DATA_DIR at once neither crash on the other's file (EEXIST) nor read it half written.
+    const draft = `${file}.${process.pid}.${randomBytes(4).toString('hex')}`;
+    writeFileSync(draft, randomBytes(32).toString('hex'), { flag: 'wx', mode: 0o600 });
+    chmodSync(draft, 0o600);
+    try {
+      linkSync(draft, file);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    } finally {
+      unlinkSync(draft);
+    }
   }
   return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
 }

@@ -6,7 +6,7 @@ import type { MemberPrincipal } from '../../principal.js';
 import { namedProjects, projectFilter } from '../../views.js';
 import { openAlert } from '../alerts/service.js';
 import { auditAs } from '../audit/service.js';
-import { repositoryLinks } from '../integrations/service.js';
+import { commitUrlOf, repositoryLinks } from '../integrations/service.js';
 import { findProject } from '../projects/service.js';
 import { deploymentHealth } from './health.js';
 import { Deployment, type DeploymentDoc } from './model.js';
@@ -27,7 +27,7 @@ const deploymentJsonOf = (deployment: DeploymentDoc, links: Links): z.infer<type
   commit_sha: deployment.commitSha ?? null,
   repository: deployment.repository ?? null,
   url: deployment.url ?? null,
-  commit_url: deployment.commitSha && links && (!deployment.repository || deployment.repository === links.repository) ? links.commit(deployment.commitSha) : null,
+  commit_url: commitUrlOf(links, deployment),
   deployed_at: deployment.deployedAt.toISOString(),
   created_at: deployment.createdAt.toISOString(),
   verdict: deployment.verdict ?? null,

@@ -4,7 +4,12 @@ import { providers } from '../../clients/code-hosts.js';
 export const putIntegrationBody = z
   .object({
     /** `owner/name` on GitHub; the project path on GitLab (`group/subgroup/name`). */
-    repository: z.string().trim().regex(/^[\w.-]+(\/[\w.-]+)+$/, 'owner/name, or a GitLab project path'),
+    repository: z
+      .string()
+      .trim()
+      .regex(/^[\w.-]+(\/[\w.-]+)+$/, 'owner/name, or a GitLab project path')
+      // `.` and `..` would be resolved away in the host's API URL and reach another endpoint
+      .refine((path) => path.split('/').every((segment) => segment !== '.' && segment !== '..'), 'no `.` or `..` segments'),
     /** Defaults to the repository's default branch on the host. */
     default_branch: z.string().trim().min(1).max(255).optional(),
     access_token: z.string().trim().min(8).max(1024),

@@ -7,7 +7,7 @@ import { claimBatch, contentId, upsertAll } from '../../telemetry/storage.js';
 import { namedProjects, projectFilter, rounded } from '../../views.js';
 import { Deployment, type DeploymentDoc } from '../deployments/model.js';
 import type { listReleasesQuery } from '../deployments/schemas.js';
-import { repositoryLinks } from '../integrations/service.js';
+import { commitUrlOf, repositoryLinks } from '../integrations/service.js';
 import { Issue } from '../issues/model.js';
 import { ReleaseHealth, ReleaseRollup, ReleaseSummary } from './model.js';
 import { HOUR_MS, hourOf } from '../../telemetry/time-buckets.js';
@@ -168,7 +168,7 @@ export async function listReleases(orgId: Types.ObjectId, query: z.infer<typeof 
         events: release.events,
         crash_free_rate: release.sessions > 0 ? rounded(1 - release.crashed / release.sessions, 6) : null,
         latest_verdict: latest?.verdict ?? null,
-        latest_commit_url: latest?.commitSha && links ? links.commit(latest.commitSha) : null,
+        latest_commit_url: latest ? commitUrlOf(links, latest) : null,
       };
     }),
   );
