@@ -17,6 +17,7 @@
  */
 import { Types } from 'mongoose';
 import { evaluateDeployments } from '../../src/shared/features/deployments/service.js';
+import { ingestErrorEvents } from '../../src/shared/features/issues/service.js';
 import { ReleaseRollup } from '../../src/shared/features/releases/model.js';
 import { bucketsOf, percentile } from '../../src/shared/telemetry/histogram.js';
 import { addMember, createProject, signUp, type Account } from '../support/factories/accounts.js';
@@ -115,7 +116,8 @@ async function rollupTotals() {
   for (const doc of docs) {
     const key = `${doc.projectId.toHexString()}|${doc.environment}`;
     const total = totals.get(key) ?? { requests: 0, errors: 0, sessions: 0, crashed: 0 };
-    for (const field of ['requests', 'errors', 'sessions', 'crashed'] as const) total[field] += doc[field] ?? 0;
+    for (const field of ['requests', 'sessions', 'crashed'] as const) total[field] += doc[field] ?? 0;
+    total.errors += doc.errorEvents ?? 0;
     totals.set(key, total);
   }
   return Object.fromEntries([...totals].sort());
@@ -552,5 +554,22 @@ describe('releases', () => {
     expect((await releases(`project=${project.id}`)).data).toEqual([
       expect.objectContaining({ version: 'cli@0.1.0', first_seen: null, last_seen: null, first_deployed_at: iso(T), deployment_count: 1, events: 0, new_issues: 0, environments: ['production'] }),
     ]);
+  });
+});
+
+describe('an issue new in a release', () => {
+  test('is new in the release of its earliest event, even when that event arrives after later ones', async () => {
+    const project = await createProject(owner);
+    const stamp = (release: string, timeMs: number) => ({
+      orgId: owner.organization.id,
+      projectId: project.id,
+      record: { eventId: hex(16), timeMs, event: { platform: 'node', release, exception: { values: [{ type: 'LateError', value: 'arrived out of order' }] } } },
+    });
+    const now = Date.now();
+    // the later event (release 2) is processed first, the earlier one (release 1) a batch after
+    await ingestErrorEvents([stamp('late@2.0.0', now)], `late-${project.id}-1`);
+    await ingestErrorEvents([stamp('late@1.0.0', now - 60_000)], `late-${project.id}-2`);
+    const releases = (await owner.client.get(`/v1/releases?project=${project.id}`)).body.data as { version: string; new_issues: number }[];
+    expect(Object.fromEntries(releases.map((release) => [release.version, release.new_issues]))).toEqual({ 'late@1.0.0': 1, 'late@2.0.0': 0 });
   });
 });

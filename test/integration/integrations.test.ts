@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mongoose, { Types } from 'mongoose';
 import { createSecretBox } from '../../src/shared/clients/secret-box.js';
+import { ingestErrorEvents } from '../../src/shared/features/issues/service.js';
 import { addMember, createProject, signUp, type Account } from '../support/factories/accounts.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import type { Reply } from '../support/http.js';
@@ -329,6 +330,35 @@ describe('commit links', () => {
     // the link goes when the integration does
     expect((await owner.client.delete(`/v1/projects/${github.id}/integrations/github`)).status).toBe(204);
     expect((await owner.client.get(`/v1/deployments/${onGithub.id}`)).body.commit_url).toBeNull();
+  });
+
+  test("in-app frames of issue events link to their line at the deployed commit of the event's release, else at the default branch", async () => {
+    const project = await createProject(owner);
+    await put(owner, project.id, 'github', { repository: 'acme/shop', access_token: GITHUB_TOKEN });
+    await deploy(project.id, { version: 'shop@3.0.0' });
+    const event = (release: string) => ({
+      orgId: owner.organization.id,
+      projectId: project.id,
+      record: {
+        eventId: new Types.ObjectId().toHexString().padEnd(32, '0'),
+        timeMs: Date.now(),
+        event: {
+          platform: 'node',
+          release,
+          exception: { values: [{ type: 'TypeError', value: 'items is undefined', stacktrace: { frames: [
+            { filename: 'node_modules/express/lib/router.js', function: 'handle', lineno: 3, in_app: false },
+            { filename: 'app:///src/cart.js', function: 'total', lineno: 42, colno: 7, in_app: true },
+          ] } }] },
+        },
+      },
+    });
+    await ingestErrorEvents([event('shop@3.0.0')], `links-${project.id}-1`);
+    await ingestErrorEvents([event('shop@4.0.0-never-deployed')], `links-${project.id}-2`);
+    const [issue] = (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data;
+    const events = (await owner.client.get(`/v1/issues/${issue.id}/events`)).body.data as { release: string; exception: { frames: { function: string; source_url: string | null }[] }[] }[];
+    const linksOf = (release: string) => events.find((e) => e.release === release)!.exception[0]!.frames.map((frame) => [frame.function, frame.source_url]);
+    expect(linksOf('shop@3.0.0')).toEqual([['handle', null], ['total', `${GITHUB_WEB}/acme/shop/blob/${SHA}/src/cart.js#L42`]]);
+    expect(linksOf('shop@4.0.0-never-deployed')).toEqual([['handle', null], ['total', `${GITHUB_WEB}/acme/shop/blob/trunk/src/cart.js#L42`]]);
   });
 
   test('a deployment naming a repository links into the integration of that repository, never another', async () => {

@@ -38,7 +38,7 @@ interface Totals {
 interface RollupDoc {
   environment?: string | null;
   requests?: number;
-  errors?: number;
+  errorEvents?: number;
   sessions?: number;
   crashed?: number;
   latency?: Buckets;
@@ -50,7 +50,7 @@ async function totalsIn(deployment: DeploymentDoc, from: Date, to: Date): Promis
   for (const doc of docs) {
     if ((doc.environment ?? null) !== deployment.environment) continue;
     totals.requests += doc.requests ?? 0;
-    totals.errors += doc.errors ?? 0;
+    totals.errors += doc.errorEvents ?? 0;
     totals.sessions += doc.sessions ?? 0;
     totals.crashed += doc.crashed ?? 0;
     addBuckets(totals.latency, doc.latency);

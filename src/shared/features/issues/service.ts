@@ -279,7 +279,7 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
   if (toCount.length === 0) return;
   // `$inc` cannot tell a retry: the release rollups take this batch's events once
   if (await claimBatch(batchId, 'release-errors')) {
-    await countIntoReleases(toCount.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errors: 1 } })));
+    await countIntoReleases(toCount.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errorEvents: 1 } })));
   }
 
   // New (issue, user) pairs first, so each issue's user count moves in the same write as its event count.
@@ -299,6 +299,12 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
     if (!issue) return;
     // the batch that created the issue is the first one it counted
     if (issue.countedBatches.length === 1 && issue.eventCount === events.length) await raiseIssueAlert(issue, 'issue.new', now);
+    // a batch arriving late with the issue's earliest event: the release it first appeared in is this event's
+    const earliest = events.reduce((a, b) => (b.at < a.at ? b : a));
+    const release = str(earliest.event.release);
+    if (issue.firstSeen.getTime() === earliest.at.getTime() && (issue.firstRelease ?? null) !== release) {
+      await oneAtATime(Issue.collection.collectionName, issue._id, () => Issue.updateOne({ _id: issue._id, firstSeen: earliest.at }, { $set: { firstRelease: release } }));
+    }
     await applyEventTransitions(issue, now);
   });
 }

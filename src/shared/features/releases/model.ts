@@ -36,7 +36,7 @@ const releaseRollupSchema = rollupSchema({
   requests: { type: Number, default: 0 },
   failed: { type: Number, default: 0 },
   latency: { type: Schema.Types.Mixed, default: {} },
-  errors: { type: Number, default: 0 },
+  errorEvents: { type: Number, default: 0 },
   sessions: { type: Number, default: 0 },
   crashed: { type: Number, default: 0 },
 });
@@ -56,7 +56,7 @@ const releaseSummarySchema = new Schema({
   firstSeen: { type: Date, required: true },
   lastSeen: { type: Date, required: true },
   requests: { type: Number, default: 0 },
-  errors: { type: Number, default: 0 },
+  errorEvents: { type: Number, default: 0 },
   sessions: { type: Number, default: 0 },
   crashed: { type: Number, default: 0 },
 });

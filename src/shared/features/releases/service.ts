@@ -71,7 +71,7 @@ export interface ReleaseCount {
   atMs: number;
   release: string | null;
   environment: string | null;
-  counts: Partial<Record<'requests' | 'failed' | 'errors' | 'sessions' | 'crashed', number>>;
+  counts: Partial<Record<'requests' | 'failed' | 'errorEvents' | 'sessions' | 'crashed', number>>;
   latencyMs?: number;
 }
 
@@ -118,7 +118,7 @@ export async function listReleases(orgId: Types.ObjectId, query: z.infer<typeof 
   const filter: Record<string, unknown> = { orgId, ...projectFilter(await namedProjects(orgId, query.project)) };
   if (query.environment) filter.environment = query.environment;
   const [summaries, deployments] = await Promise.all([
-    ReleaseSummary.find(filter).lean<{ projectId: Types.ObjectId; release: string; environment?: string | null; firstSeen: Date; lastSeen: Date; errors?: number; sessions?: number; crashed?: number }[]>(),
+    ReleaseSummary.find(filter).lean<{ projectId: Types.ObjectId; release: string; environment?: string | null; firstSeen: Date; lastSeen: Date; errorEvents?: number; sessions?: number; crashed?: number }[]>(),
     Deployment.find(filter).sort({ deployedAt: 1 }).lean<DeploymentDoc[]>(),
   ]);
   const releases = new Map<string, { projects: Set<string>; environments: Set<string>; firstSeen?: Date; lastSeen?: Date; events: number; sessions: number; crashed: number; deployments: DeploymentDoc[] }>();
@@ -136,7 +136,7 @@ export async function listReleases(orgId: Types.ObjectId, query: z.infer<typeof 
     if (summary.environment) release.environments.add(summary.environment);
     release.firstSeen = !release.firstSeen || summary.firstSeen < release.firstSeen ? summary.firstSeen : release.firstSeen;
     release.lastSeen = !release.lastSeen || summary.lastSeen > release.lastSeen ? summary.lastSeen : release.lastSeen;
-    release.events += summary.errors ?? 0;
+    release.events += summary.errorEvents ?? 0;
     release.sessions += summary.sessions ?? 0;
     release.crashed += summary.crashed ?? 0;
   }
