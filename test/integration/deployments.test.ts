@@ -24,6 +24,7 @@ import { addMember, createProject, signUp, type Account } from '../support/facto
 import { envelope, errorEvent, hex, otlpTraces, projectWithDsn, type OtlpSpan, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
+import { normalTail } from '../support/statistics.js';
 
 let h: Harness;
 let owner: Account;
@@ -125,18 +126,6 @@ async function rollupTotals() {
 
 // ---------------------------------------------------------------------------------------------------------
 // The arithmetic, done here independently of src/shared/features/deployments/stats.ts
-
-/** P(Z ≥ z) by Simpson integration of the normal density over [z, z + 12]. */
-function normalTail(z: number): number {
-  if (z < 0) return 1 - normalTail(-z);
-  // integrated over [z, z + 12] directly (not ½ minus the body), so tiny tails keep their digits
-  const steps = 20_000;
-  const h = 12 / steps;
-  const density = (x: number) => Math.exp(-(x * x) / 2) / Math.sqrt(2 * Math.PI);
-  let sum = density(z) + density(z + 12);
-  for (let i = 1; i < steps; i++) sum += (i % 2 === 1 ? 4 : 2) * density(z + i * h);
-  return (sum * h) / 3;
-}
 
 /** The pooled two-proportion z of `after` against `before`, and its one-sided p. */
 function zTest(before: [number, number], after: [number, number]) {
