@@ -89,6 +89,31 @@ const schema = z.object({
   /** REST API roots of the code hosts (VCS integrations verify tokens and repositories there). */
   GITHUB_API_URL: z.url().default('https://api.github.com'),
   GITLAB_API_URL: z.url().default('https://gitlab.com/api/v4'),
+  /** `host:port` of the DNS server SSO domain verification asks for TXT records; unset: the system resolver. */
+  DNS_RESOLVER: z
+    .string()
+    .regex(/^[^:\s]+:\d{1,5}$/, 'must be host:port')
+    .optional()
+    .or(z.literal('').transform(() => undefined)),
+  /** AI investigations are on when either is set: the Ollama server (e.g. http://127.0.0.1:11434) and/or its API key. */
+  OLLAMA_HOST: optionalUrl,
+  OLLAMA_API_KEY: z.string().optional().or(z.literal('').transform(() => undefined)),
+  OLLAMA_MODEL: z.string().min(1).default('llama3.1'),
+  /** How long one model call may take before the investigation fails. */
+  AI_TIMEOUT_MS: positiveInt.default(120_000),
+  /** Checkout is mounted only when this is set: the payment provider's secret key (Stripe-compatible API). */
+  PAYMENT_API_KEY: z.string().optional().or(z.literal('').transform(() => undefined)),
+  PAYMENT_API_URL: z.url().default('https://api.stripe.com'),
+  /** The provider's price that a checkout session sells. */
+  PAYMENT_PRICE_ID: z.string().optional().or(z.literal('').transform(() => undefined)),
+  /**
+   * Plan figures per usage category for the current month, `category=quantity` comma-separated
+   * (errors, spans, logs, metrics, replays, checkins, feedback). Shown beside usage; they never throttle.
+   */
+  PLAN_INCLUDED: z
+    .string()
+    .regex(/^(\s*[a-z_]+\s*=\s*\d+\s*)(,\s*[a-z_]+\s*=\s*\d+\s*)*$/, 'must be category=quantity pairs, comma-separated')
+    .default('errors=100000,spans=10000000,logs=10000000,metrics=10000000,replays=10000,checkins=100000,feedback=10000'),
   /** Check-ins one token may send per minute (abuse control: a looping script, not a schedule). */
   CHECKIN_RATE_LIMIT_PER_MINUTE: positiveInt.default(60),
   /** Where alert and digest email goes, e.g. smtp://127.0.0.1:2525; unset: email is off. */
