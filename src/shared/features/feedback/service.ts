@@ -1,3 +1,4 @@
+import { countUsage } from '../usage/service.js';
 import { randomBytes } from 'node:crypto';
 import { Types } from 'mongoose';
 import type { z } from 'zod';
@@ -86,5 +87,7 @@ export async function submitFeedback(principal: Principal, body: z.infer<typeof 
   };
   const doc = feedbackDoc(item, now);
   await Feedback.collection.insertOne(doc);
+  // counted like feedback from the SDKs, which the workers count per batch
+  await countUsage('feedback', [item], `api-feedback:${item.record.feedbackId}`, now);
   return feedbackJsonOf(doc as FeedbackDoc);
 }

@@ -12,7 +12,8 @@ const usageSchema = new Schema({
   day: { type: String, required: true },
   quantity: { type: Number, default: 0 },
 });
-// one counter per project, category and day; by its prefix, an organisation's usage.
+// one counter per project, category and day; by its prefix, an organisation's (or a project's) usage
+// for GET /v1/usage, whose month is then a range on `day` over at most a few hundred counters per project.
 usageSchema.index({ orgId: 1, projectId: 1, category: 1, day: 1 }, { unique: true });
 
 export const Usage = model('Usage', usageSchema, 'usage');
