@@ -32,6 +32,12 @@ export const jobs = {
     'dispatch-alerts': z.object({}),
     deliver: z.object({ deliveryId: z.string() }),
   },
+  investigations: {
+    /** One investigation's run: gather its evidence, ask the model, store the answer. */
+    investigate: z.object({ investigationId: z.string().regex(/^[0-9a-f]{24}$/) }),
+    /** Fails investigations a dead worker left in progress. */
+    'fail-stuck-investigations': z.object({}),
+  },
 } as const;
 
 export type QueueName = keyof typeof jobs;

@@ -1,5 +1,6 @@
 import { Queue, Worker, type Processor } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { createAiClient } from '../shared/clients/ai.js';
 import { createBlobStore } from '../shared/clients/blob.js';
 import { createMailer } from '../shared/clients/mailer.js';
 import { createOutbound, parseAllowlist } from '../shared/clients/outbound.js';
@@ -8,6 +9,7 @@ import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { QueueName } from '../shared/queues.js';
 import { alertsProcessor } from './processors/alerts.js';
+import { investigationsProcessor } from './processors/investigations.js';
 import { maintenanceProcessor } from './processors/maintenance.js';
 import { monitorsProcessor } from './processors/monitors.js';
 import { telemetryProcessor } from './processors/telemetry.js';
@@ -22,9 +24,10 @@ const schedules = [
   { queue: 'monitors', id: 'send-due-reports', every: 60_000, job: 'send-due-reports' },
   { queue: 'monitors', id: 'evaluate-deployments', every: 60_000, job: 'evaluate-deployments' },
   { queue: 'alerts', id: 'dispatch-alerts', every: 5_000, job: 'dispatch-alerts' },
+  { queue: 'investigations', id: 'fail-stuck-investigations', every: 300_000, job: 'fail-stuck-investigations' },
 ] as const;
 /** Jobs each worker process runs at once per queue: probes and deliveries wait on the network, so many at once. */
-const concurrencyOf = (name: QueueName, config: Config) => ({ telemetry: config.WORKER_CONCURRENCY, maintenance: 1, monitors: 8, alerts: 8 })[name];
+const concurrencyOf = (name: QueueName, config: Config) => ({ telemetry: config.WORKER_CONCURRENCY, maintenance: 1, monitors: 8, alerts: 8, investigations: 2 })[name];
 /** On FerretDB's PostgreSQL backend: indexes for collections created since start (see ferretdb-indexes). */
 const storeIndexSchedule = { queue: 'maintenance', id: 'store-indexes', every: 60_000, job: 'store-indexes' } as const;
 
@@ -51,6 +54,7 @@ export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl 
     maintenance: maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl }),
     monitors: monitorsProcessor({ logger, outbound, mailer, tlsWarnDays: config.TLS_EXPIRY_WARN_DAYS, queue: () => queue('monitors') }),
     alerts: alertsProcessor({ mailer, outbound }, () => queue('alerts')),
+    investigations: investigationsProcessor({ logger, ai: createAiClient(config), timeoutMs: config.AI_TIMEOUT_MS }),
   };
   for (const schedule of ferretdbPostgresUrl ? [...schedules, storeIndexSchedule] : schedules) {
     await queue(schedule.queue).upsertJobScheduler(schedule.id, { every: schedule.every }, { name: schedule.job, data: {} });
