@@ -1,3 +1,4 @@
+import { Queue } from 'bullmq';
 import cookieParser from 'cookie-parser';
 import cors from 'cors';
 import express, { Router, type Express } from 'express';
@@ -5,6 +6,7 @@ import helmet from 'helmet';
 import type { Redis } from 'ioredis';
 import { pinoHttp } from 'pino-http';
 import type { Config } from '../shared/config.js';
+import { aiEnabled } from '../shared/clients/ai.js';
 import { createBlobStore, type BlobStore } from '../shared/clients/blob.js';
 import { createMailer } from '../shared/clients/mailer.js';
 import { createCodeHosts } from '../shared/clients/code-hosts.js';
@@ -42,12 +44,22 @@ import { deploymentRoutes } from './routes/deployments.js';
 import { integrationRoutes } from './routes/integrations.js';
 import { dashboardRoutes } from './routes/dashboards.js';
 import { uptimeRoutes } from './routes/uptime.js';
+import { SSO_PATHS, ssoGate, ssoRoutes } from './routes/sso.js';
+import { createDnsClient } from '../shared/clients/dns.js';
+import { createOidcClient } from '../shared/clients/oidc.js';
+import { aiUnavailableGate, investigationRoutes } from './routes/investigations.js';
 import { mountRoutes, type AnyRoute } from './routing.js';
+import { usageRoutes } from './routes/usage.js';
+import { checkoutRoutes } from './routes/checkout.js';
+import { createPayments } from '../shared/clients/payments.js';
 
 export const JSON_BODY_LIMIT = '1mb';
 
 /** Express matches paths case-insensitively and folds repeated slashes into no route: the redaction covers both. */
 export const redactCheckinToken = (url: string) => url.replace(/(\/v1\/+checkins\/+)[^/?#]+/i, '$1[redacted]');
+
+/** The single-use code and state an identity provider sends back are credentials for a moment: not logged. */
+export const redactSsoCallback = (url: string) => (/\/v1\/+auth\/+sso\/+callback/i.test(url) ? url.replace(/([?&](code|state)=)[^&#]*/gi, '$1[redacted]') : url);
 
 export interface ApiAppOptions {
   config: Config;
@@ -66,6 +78,15 @@ export function createApiApp({ config, logger, redis, blobs = createBlobStore(co
     codeHosts: createCodeHosts(config),
     secrets: createSecretBox(config),
   };
+  // AI on: investigation jobs go to the workers through this queue (on the shared `fast` client, as ingest's).
+  const investigationQueue = aiEnabled(config) ? new Queue('investigations', { connection: redis, prefix: config.REDIS_PREFIX }) : undefined;
+  investigationQueue?.on('error', (error) => logger.warn({ err: error }, 'investigations queue error'));
+  const aiRoutes = investigationRoutes({
+    model: config.OLLAMA_MODEL,
+    enqueue: investigationQueue && (async (investigationId) => {
+      await investigationQueue.add('investigate', { investigationId }, { jobId: `investigation-${investigationId}`, attempts: 3, backoff: { type: 'exponential', delay: 5_000 }, removeOnComplete: { age: 86_400 }, removeOnFail: { age: 86_400 } });
+    }),
+  });
   const routes: AnyRoute[] = [
     ...accountRoutes(deps),
     ...memberRoutes(),
@@ -89,6 +110,11 @@ export function createApiApp({ config, logger, redis, blobs = createBlobStore(co
     ...integrationRoutes(deps),
     ...dashboardRoutes(() => routes),
     ...replayRoutes(blobs),
+    ...aiRoutes,
+    ...ssoRoutes(deps, { oidc: createOidcClient(), dns: createDnsClient(config) }),
+    ...usageRoutes(deps),
+    // without PAYMENT_API_KEY checkout is not mounted at all: 404 for everyone
+    ...(config.PAYMENT_API_KEY ? checkoutRoutes(deps, createPayments(config)) : []),
   ];
   routes.push(openApiRoute(() => routes));
 
@@ -101,8 +127,9 @@ export function createApiApp({ config, logger, redis, blobs = createBlobStore(co
       logger,
       genReqId: (req) => (req as express.Request).requestId,
       quietReqLogger: true,
-      // a check-in token in the path is a credential: logged as [redacted]
-      serializers: { req: (req: { url: string }) => ({ ...req, url: redactCheckinToken(req.url) }) },
+      // a check-in token in the path, and an SSO callback's code and state, are credentials: logged as [redacted]
+      // the query and params are in the URL already, redacted
+      serializers: { req: (req: { url: string }) => ({ ...req, url: redactSsoCallback(redactCheckinToken(req.url)), query: undefined, params: undefined }) },
     }),
   );
   app.use(helmet());
@@ -120,6 +147,10 @@ export function createApiApp({ config, logger, redis, blobs = createBlobStore(co
   app.use(healthRouter({ mongo: pingMongo, redis: () => pingRedis(redis), blob: () => blobs.ping() }, { email: mailer ? () => mailer.ping() : { off: 'SMTP_URL is not set: email destinations and digests are off' } }));
 
   const v1 = Router();
+  // SSO off (no API_PUBLIC_URL): every SSO route answers 501 sso_unavailable before any credential is looked at
+  v1.use(SSO_PATHS, ssoGate(config));
+  // AI off: every AI route answers 501 ai_unavailable before any credential is looked at
+  if (!aiEnabled(config)) v1.use(aiUnavailableGate(aiRoutes));
   // artifact uploads (up to 50 MiB, multipart or raw) are read by their route, after authentication
   v1.post(ARTIFACT_UPLOAD_PATH, deferArtifactBody);
   v1.use(express.json({ limit: JSON_BODY_LIMIT }));

@@ -90,20 +90,7 @@ export async function login(input: z.infer<typeof loginBody>, config: Config, ip
   if (!user || !valid) throw new AppError('invalid_credentials', 'wrong email or password');
   const membership = await activeMembership(user);
   if (!membership) throw new AppError('forbidden', 'this account is not a member of any organization');
-  const token = randomBase62(32);
-  const session = await Session.create({
-    tokenHash: sha256(token),
-    userId: user._id,
-    orgId: membership.orgId,
-    expiresAt: new Date(Date.now() + config.SESSION_TTL_HOURS * 3_600_000),
-  });
-  await recordAudit({ orgId: membership.orgId, actor: { type: 'user', id: user._id }, action: 'session.login', target: { type: 'session', id: session._id }, ip });
-  const account: z.infer<typeof accountJson> = {
-    user: userJson(user),
-    organization: organizationJson(await loadOrganization(membership.orgId)),
-    role: membership.role,
-  };
-  return { account, token };
+  return openSession(user._id, membership.orgId, membership.role, config, ip, 'password');
 }
 
 export async function logout(principal: MemberPrincipal, ip: string | undefined): Promise<void> {
@@ -206,4 +193,46 @@ export async function removeMember(principal: MemberPrincipal, memberId: string,
     await ApiKey.updateMany({ orgId: principal.orgId, createdBy: membership.userId, revokedAt: null }, { $set: { revokedAt: new Date() } });
   }
   await auditAs(principal, ip)('member.remove', { type: 'member', id: membership._id }, { email: membership.email });
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Single sign-on's side of accounts (src/shared/features/sso): the same session, invite and account
+// records as password login and registration, for a user the identity provider vouched for.
+
+/** Opens a session as password login does (same token, lifetime and `session.login` entry, with the method). */
+export async function openSession(userId: Types.ObjectId, orgId: Types.ObjectId, role: Role, config: Config, ip: string | undefined, method: 'password' | 'sso') {
+  const user = await User.findById(userId).lean<UserDoc>();
+  if (!user) throw notFound('user');
+  const token = randomBase62(32);
+  const session = await Session.create({ tokenHash: sha256(token), userId, orgId, expiresAt: new Date(Date.now() + config.SESSION_TTL_HOURS * 3_600_000) });
+  await recordAudit({ orgId, actor: { type: 'user', id: userId }, action: 'session.login', target: { type: 'session', id: session._id }, details: { method }, ip });
+  const account: z.infer<typeof accountJson> = { user: userJson(user), organization: organizationJson(await loadOrganization(orgId)), role };
+  return { account, token };
+}
+
+/** Accepts this organisation's pending invite of the user's email, if there is one, and records the join. */
+export async function acceptInviteInto(orgId: Types.ObjectId, user: Pick<UserDoc, '_id' | 'email'>): Promise<MembershipDoc | null> {
+  const invite = await Membership.findOneAndUpdate({ orgId, email: user.email, status: 'invited' }, { $set: { status: 'active', userId: user._id } }, { returnDocument: 'after' }).lean<MembershipDoc>();
+  if (invite) await recordAudit({ orgId, actor: { type: 'user', id: user._id }, action: 'member.join', target: { type: 'member', id: invite._id }, details: { method: 'sso' } });
+  return invite;
+}
+
+/**
+ * An account for an invited email first seen through single sign-on. Its password is random and never
+ * shown, so password login fails for it exactly as a wrong password does (same scrypt cost).
+ */
+export async function createSsoUser(input: { id: Types.ObjectId; email: string; name: string }, config: Config): Promise<UserDoc> {
+  const passwordHash = await hashPassword(randomBase62(32), config.PASSWORD_HASH_COST);
+  try {
+    return (await User.create({ _id: input.id, email: input.email, name: input.name, passwordHash })).toObject() as UserDoc;
+  } catch (error) {
+    if (isDuplicateKey(error)) throw new AppError('conflict', 'an account with that email already exists');
+    throw error;
+  }
+}
+
+/** Removes an account that single sign-on created moments ago and could not finish (no half-created accounts). */
+export async function discardSsoUser(userId: Types.ObjectId): Promise<void> {
+  await Membership.updateMany({ userId, status: 'active' }, { $set: { status: 'invited', userId: null } });
+  await User.deleteOne({ _id: userId });
 }
