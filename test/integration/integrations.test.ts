@@ -13,7 +13,7 @@ import { createSecretBox } from '../../src/shared/clients/secret-box.js';
 import { ingestErrorEvents } from '../../src/shared/features/issues/service.js';
 import { addMember, createProject, signUp, type Account } from '../support/factories/accounts.js';
 import { type Harness, useHarness } from '../support/harness.js';
-import type { Reply } from '../support/http.js';
+import { answerRecorder } from '../support/http.js';
 
 // ---------------------------------------------------------------------------------------------------------
 // The code hosts: GitHub under /github (GET /repos/{owner}/{name}, GET /user), GitLab under /api/v4
@@ -94,12 +94,7 @@ let stranger: Account;
 useHarness((started) => (h = started), env);
 
 /** Every answer the API gave in this file, to show no token is ever in one. */
-const answers: string[] = [];
-const kept = async (reply: Promise<Reply>) => {
-  const r = await reply;
-  answers.push(r.text);
-  return r;
-};
+const { answers, kept } = answerRecorder();
 const put = (account: Account, projectId: string, provider: string, body: Record<string, unknown>) => kept(account.client.put(`/v1/projects/${projectId}/integrations/${provider}`, body));
 const list = async (account: Account, projectId: string) => (await kept(account.client.get(`/v1/projects/${projectId}/integrations`))).body.data;
 const storedFor = (projectId: string) => mongoose.connection.collection('integrations').find({ projectId: new Types.ObjectId(projectId) }).toArray();

@@ -14,7 +14,7 @@ import { sha256 } from '../../src/shared/secrets.js';
 import { addMember, signUp, uniqueEmail, type Account } from '../support/factories/accounts.js';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
 import { DASHBOARD_ORIGIN, startHarness, useHarness, type Harness } from '../support/harness.js';
-import { sessionCookieOf, type Reply } from '../support/http.js';
+import { answerRecorder, sessionCookieOf } from '../support/http.js';
 import { startOidcProvider, type AccountClaims, type TestOidcProvider } from '../support/oidc-provider.js';
 
 /** The API's public URL: only the provider's redirect and the callback's URL use it, so it needs no listener. */
@@ -46,12 +46,7 @@ let h: Harness;
 useHarness((started) => (h = started), env);
 
 /** Every answer the API gave in this file, to show the client secret is never in one. */
-const answers: string[] = [];
-const kept = async (reply: Promise<Reply>) => {
-  const r = await reply;
-  answers.push(r.text);
-  return r;
-};
+const { answers, kept } = answerRecorder();
 afterAll(() => {
   for (const secret of [CLIENT_SECRET, SECOND_CLIENT_SECRET]) {
     expect(answers.join('\n')).not.toContain(secret);

@@ -59,3 +59,14 @@ export function sessionCookieOf(headers: Headers): string | undefined {
   const line = headers.getSetCookie().find((c) => c.startsWith('slk_session='));
   return line?.split(';')[0];
 }
+
+/** Keeps the text of every answer passed through `kept`, so a test can show a secret is in none of them. */
+export function answerRecorder() {
+  const answers: string[] = [];
+  const kept = async (reply: Promise<Reply>) => {
+    const r = await reply;
+    answers.push(r.text);
+    return r;
+  };
+  return { answers, kept };
+}
