@@ -5,7 +5,7 @@
 import { createApiApp } from './api/app.js';
 import { createIngestApp } from './ingest/app.js';
 import { connectMongo, disconnectMongo, ensureIndexes } from './shared/clients/mongo.js';
-import { closeRedis, createRedis, redisReady } from './shared/clients/redis.js';
+import { closeRedis, createRedis, evictionPolicy, redisReady } from './shared/clients/redis.js';
 import { ConfigError, loadConfig } from './shared/config.js';
 import { listen } from './shared/http/server.js';
 import { ensureLocalServices, LocalServiceError } from './shared/local-services.js';
@@ -27,6 +27,13 @@ async function main() {
   const fastRedis = createRedis(urls.redisUrl, 'fast', logger);
   stops.push(['redis', () => closeRedis(fastRedis)]);
   if (!(await redisReady(fastRedis, 5000))) logger.warn('Redis is not reachable; starting anyway (rate limits fall back to per-process counters)');
+  else {
+    const policy = await evictionPolicy(fastRedis);
+    // queued telemetry lives in Redis until a worker stores it: an evicting Redis can lose what ingest acknowledged
+    if (policy && policy !== 'noeviction') {
+      logger.warn({ policy }, `Redis maxmemory-policy is "${policy}": under memory pressure Redis may evict queued telemetry and jobs that ingest already answered 200 for. Set maxmemory-policy to noeviction.`);
+    }
+  }
 
   const runs = (role: string) => config.ROLE === 'all' || config.ROLE === role;
   if (runs('workers')) {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { Redis } from 'ioredis';
 import { mongo } from 'mongoose';
 import pg from 'pg';
 import { ferretdbTables, plannedIndexes } from '../../src/shared/clients/ferretdb-indexes.js';
@@ -27,6 +28,35 @@ test('all roles start, answer /readyz, and stop cleanly on SIGTERM', async () =>
     await client.close();
   }
 }, 40_000);
+
+test('a Redis that may evict keys is warned about loudly at start; noeviction is not', async () => {
+  const database = `slk_test_process_${randomBytes(4).toString('hex')}`;
+  const mongoUrl = `${process.env.TEST_MONGO_URL!.replace(/\/[^/]*$/, '')}/${database}`;
+  const redis = new Redis(process.env.TEST_REDIS_URL!);
+  const [, before] = (await redis.config('GET', 'maxmemory-policy')) as string[];
+  const warnings = async (policy: string) => {
+    await redis.config('SET', 'maxmemory-policy', policy);
+    const service = startService({ MONGO_URL: mongoUrl, ROLE: 'api' });
+    try {
+      await service.portOf('api listening');
+      return service.lines.filter((line) => line.level === 40 && /maxmemory-policy/.test(String(line.msg)));
+    } finally {
+      service.child.kill('SIGTERM');
+      await once(service.child, 'exit');
+    }
+  };
+  try {
+    const evicting = await warnings('allkeys-lru');
+    expect(evicting).toEqual([expect.objectContaining({ policy: 'allkeys-lru', msg: expect.stringContaining('Set maxmemory-policy to noeviction') })]);
+    expect(await warnings('noeviction')).toEqual([]);
+  } finally {
+    await redis.config('SET', 'maxmemory-policy', before!);
+    await redis.quit();
+    const client = await mongo.MongoClient.connect(mongoUrl);
+    await client.db(database).dropDatabase();
+    await client.close();
+  }
+}, 60_000);
 
 const postgresUrl = process.env.TEST_FERRETDB_POSTGRES_URL;
 const onPostgres = postgresUrl ? test : test.skip;

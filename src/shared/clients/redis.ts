@@ -59,3 +59,16 @@ export async function redisReady(client: Redis, timeoutMs: number): Promise<bool
     client.on('ready', onReady);
   });
 }
+
+/**
+ * Redis's `maxmemory-policy`, or undefined when the server does not tell (managed services often
+ * refuse CONFIG). Anything but `noeviction` lets Redis drop queued batches under memory pressure.
+ */
+export async function evictionPolicy(client: Redis): Promise<string | undefined> {
+  try {
+    const answer = (await client.config('GET', 'maxmemory-policy')) as string[];
+    return answer[1];
+  } catch {
+    return undefined;
+  }
+}
