@@ -96,6 +96,17 @@ describe('Sentry envelope endpoint', () => {
     expect(reply.body).toEqual({ id: event.event_id });
   });
 
+  test('an envelope none of whose items can be stored is 400 saying why; one of skipped kinds only is still 200', async () => {
+    const event = errorEvent();
+    const invalid = `{"event_id":"${event.event_id}"}\n{"type":"event"}\n{not json}\n{"type":"transaction"}\n[1,2]\n`;
+    const refused = await h.ingest.request('POST', envelopePath(project), invalid);
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ code: 'invalid_request', message: "none of the envelope's items could be stored: 2 items were invalid (not JSON of their type, a missing or malformed id, or over their size limit)" });
+    // a client report alone is what SDKs send between events: nothing to store, nothing wrong
+    const report = envelope({}, [{ type: 'client_report', payload: { timestamp: Date.now() / 1000, discarded_events: [] } }]);
+    expect((await h.ingest.request('POST', envelopePath(project), report)).status).toBe(200);
+  });
+
   test('unknown item types are skipped and the rest is accepted', async () => {
     const event = errorEvent();
     const reply = await h.ingest.request('POST', envelopePath(project), envelope({ event_id: event.event_id }, [{ type: 'something_new', payload: { a: 1 } }, { type: 'event', payload: event }]));
@@ -113,6 +124,19 @@ describe('Sentry envelope endpoint', () => {
 });
 
 describe('OTLP endpoints', () => {
+  test('a body none of whose records can be stored is 400 saying why; with one good span it is 200 with the rest counted as rejected', async () => {
+    const auth = { authorization: `Bearer ${project.publicKey}`, 'content-type': 'application/json' };
+    const span = (traceId: string, name: string) => ({ traceId, spanId: '00f067aa0ba902b7', name, startTimeUnixNano: '1700000000000000000', endTimeUnixNano: '1700000000100000000' });
+    const body = (spans: unknown[]) => JSON.stringify({ resourceSpans: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'shop' } }] }, scopeSpans: [{ spans }] }] });
+    const refused = await h.ingest.request('POST', '/v1/traces', body([span('00000000000000000000000000000000', 'zero'), span('xyz', 'short')]), auth);
+    expect(refused.status).toBe(400);
+    expect(refused.body.code).toBe('invalid_request');
+    expect(refused.body.message).toMatch(/^none of the 2 traces items could be stored: .*traceId must be 32 hex characters/);
+    const partial = await h.ingest.request('POST', '/v1/traces', body([span('4bf92f3577b34da6a3ce929d0e0e4736', 'good'), span('xyz', 'short')]), auth);
+    expect(partial.status).toBe(200);
+    expect(partial.body.partialSuccess).toMatchObject({ rejectedSpans: '1' });
+  });
+
   test('wrong content type → 415; no key → 401; malformed protobuf or JSON → 400', async () => {
     const auth = { authorization: `Bearer ${project.publicKey}` };
     expect((await h.ingest.request('POST', '/v1/traces', '{}', { ...auth, 'content-type': 'text/plain' })).status).toBe(415);

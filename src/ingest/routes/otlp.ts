@@ -69,6 +69,8 @@ export function otlpRouter(ctx: IngestContext): Router {
       const dsn = await authorizeDsn(ctx, req, res);
       const body = await readBody(req, { maxCompressed: MAX_COMPRESSED, maxDecompressed: MAX_DECOMPRESSED });
       const { records, rejected, errors } = decode(signal, body, contentType);
+      const kept = Object.values(records).reduce((sum, list) => sum + list.length, 0);
+      if (kept === 0 && rejected > 0) throw new AppError('invalid_request', `none of the ${rejected} ${signal} items could be stored: ${errors.join('; ')}`);
       await enqueueRecords(ctx, dsn, records);
       res.type(mediaType).send(exportResponse(signal, contentType, rejected, errors.join('; ')));
     });

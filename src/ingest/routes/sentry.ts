@@ -20,7 +20,12 @@ export function sentryRouter(ctx: IngestContext): Router {
     const early = requestKey(req) ? await authorizeDsn(ctx, req, res, { projectNumber }) : undefined;
     const envelope = parseEnvelope(await readBody(req));
     const dsn = early ?? (await authorizeDsn(ctx, req, res, { envelopeHeader: envelope.header, projectNumber }));
-    const { records, eventId } = await normalizeEnvelope(envelope, { nowMs: Date.now(), replayCapture: dsn.replayCapture });
+    const { records, eventId, dropped } = await normalizeEnvelope(envelope, { nowMs: Date.now(), replayCapture: dsn.replayCapture });
+    // Items of kinds Sluice does not keep (client reports…) are skipped quietly; invalid ones are only
+    // refused when nothing else could be stored, so one bad item never costs the rest.
+    if (dropped > 0 && Object.values(records).every((list) => list.length === 0)) {
+      throw new AppError('invalid_request', `none of the envelope's items could be stored: ${dropped} ${dropped === 1 ? 'item was' : 'items were'} invalid (not JSON of their type, a missing or malformed id, or over their size limit)`);
+    }
     await enqueueRecords(ctx, dsn, records);
     res.json(eventId ? { id: eventId } : {});
   });
