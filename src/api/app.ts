@@ -32,7 +32,7 @@ import { settingsRoutes } from './routes/settings.js';
 import { logRoutes } from './routes/logs.js';
 import { metricRoutes } from './routes/metrics.js';
 import { anomalyRoutes } from './routes/anomalies.js';
-import { ARTIFACT_UPLOAD_PATH, artifactRoutes, deferArtifactBody } from './routes/artifacts.js';
+import { artifactRoutes, isArtifactUpload } from './routes/artifacts.js';
 import { databaseRoutes } from './routes/database.js';
 import { endpointRoutes } from './routes/endpoints.js';
 import { queueRoutes } from './routes/queues.js';
@@ -152,8 +152,7 @@ export function createApiApp({ config, logger, redis, blobs = createBlobStore(co
   // AI off: every AI route answers 501 ai_unavailable before any credential is looked at
   if (!aiEnabled(config)) v1.use(aiUnavailableGate(aiRoutes));
   // artifact uploads (up to 50 MiB, multipart or raw) are read by their route, after authentication
-  v1.post(ARTIFACT_UPLOAD_PATH, deferArtifactBody);
-  v1.use(express.json({ limit: JSON_BODY_LIMIT }));
+  v1.use(express.json({ limit: JSON_BODY_LIMIT, type: (req) => !isArtifactUpload(req as express.Request) && /^application\/json\b/i.test(req.headers['content-type'] ?? '') }));
   // a check-in may carry any text (a job's log tail), whatever its content type
   v1.use('/v1/checkins', express.text({ type: () => true, limit: JSON_BODY_LIMIT }));
   v1.use(cookieParser());

@@ -83,6 +83,16 @@ export async function viewScope(
   return { orgId, projectIds: await namedProjects(orgId, query.project), from, to };
 }
 
+/**
+ * The filter of a list (not a view) on one time field: without `from` and `to` the whole history,
+ * else from `from` up to `to` (included unless `toExcluded`). A `from` after `to` is refused.
+ */
+export function optionalWindow(field: string, query: { from?: Date | undefined; to?: Date | undefined }, { toExcluded = false } = {}): Record<string, unknown> {
+  if (query.from && query.to && query.from > query.to) throw new AppError('validation_failed', '`from` is after `to`', { details: [{ path: 'query.from', message: 'after to' }] });
+  if (!query.from && !query.to) return {};
+  return { [field]: { ...(query.from && { $gte: query.from }), ...(query.to && { [toExcluded ? '$lt' : '$lte']: query.to }) } };
+}
+
 /** The projects a list or view names, each checked to be the organisation's; undefined when none is named. */
 export async function namedProjects(orgId: Types.ObjectId, names: string[] | undefined): Promise<Types.ObjectId[] | undefined> {
   if (!names || names.length === 0) return undefined;

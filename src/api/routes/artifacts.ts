@@ -2,7 +2,7 @@ import { pipeline } from 'node:stream/promises';
 import { Writable, type Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import busboy from 'busboy';
-import type { Request, RequestHandler } from 'express';
+import type { Request } from 'express';
 import { z } from 'zod';
 import type { BlobStore } from '../../shared/clients/blob.js';
 import { AppError } from '../../shared/errors.js';
@@ -10,19 +10,12 @@ import { ARTIFACT_MAX_BYTES, artifactFields, artifactJson, listArtifactsQuery, t
 import { deleteArtifact, listArtifacts, uploadArtifact, type ArtifactUpload } from '../../shared/features/artifacts/service.js';
 import { defineRoute, listOf } from '../routing.js';
 
-/** The upload route in Express's path syntax, for the body handling mounted before `express.json`. */
-export const ARTIFACT_UPLOAD_PATH = '/v1/projects/:projectID/artifacts';
-
 /**
- * Mounted on the upload route before `express.json`: hides the body from the JSON parser (a source map
- * is JSON, and far over its 1 MiB limit), so the route reads it as a stream after the caller is
- * authenticated and the project found, with the 50 MiB limit of an upload.
+ * An artifact upload, which the JSON body parser leaves alone (a source map is JSON, and far over its
+ * 1 MiB limit): the route reads it as a stream after the caller is authenticated and the project
+ * found, with the 50 MiB limit of an upload.
  */
-export const deferArtifactBody: RequestHandler = (req, res, next) => {
-  res.locals.artifactContentType = req.headers['content-type'];
-  delete req.headers['content-type'];
-  next();
-};
+export const isArtifactUpload = (req: Request) => req.method === 'POST' && /^\/v1\/projects\/[^/]+\/artifacts\/?$/i.test(req.path);
 
 const tooLarge = () => new AppError('payload_too_large', `an artifact may be at most ${ARTIFACT_MAX_BYTES} bytes`);
 
@@ -138,8 +131,8 @@ export const artifactRoutes = (blobs: BlobStore) => [
     query: artifactFields,
     status: 201,
     response: artifactJson,
-    handler: ({ principal, params, query, req, res }) =>
-      uploadArtifact(principal, params.projectID, () => readUpload(req, res.locals.artifactContentType as string | undefined, query), blobs, req.ip),
+    handler: ({ principal, params, query, req }) =>
+      uploadArtifact(principal, params.projectID, () => readUpload(req, req.headers['content-type'], query), blobs, req.ip),
   }),
   defineRoute({
     method: 'get',

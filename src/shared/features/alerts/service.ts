@@ -4,7 +4,7 @@ import { AppError, notFound } from '../../errors.js';
 import { paginate, parseId } from '../../paging.js';
 import type { MemberPrincipal } from '../../principal.js';
 import { contentId, insertNew } from '../../telemetry/storage.js';
-import { namedProjects, projectFilter } from '../../views.js';
+import { namedProjects, optionalWindow, projectFilter } from '../../views.js';
 import { auditAs } from '../audit/service.js';
 import { renderAlert, sendToDestination, type Channels } from './channels.js';
 import { Alert, AlertDelivery, AlertDestination, type AlertDoc, type AlertEvent, type AlertKind, type DeliveryDoc, type DestinationDoc } from './model.js';
@@ -132,11 +132,9 @@ const deliveryJsonOf = (delivery: DeliveryDoc) => ({
 
 export async function listAlerts(orgId: Types.ObjectId, query: z.infer<typeof alertsQuery>) {
   // The history is not a time-bounded view: without from/to it reaches back to the first alert.
-  const filter: Record<string, unknown> = { orgId, ...projectFilter(await namedProjects(orgId, query.project)) };
+  const filter: Record<string, unknown> = { orgId, ...projectFilter(await namedProjects(orgId, query.project)), ...optionalWindow('openedAt', query) };
   if (query.kind) filter.kind = query.kind;
   if (query.status) filter.status = query.status;
-  if (query.from || query.to) filter.openedAt = { ...(query.from && { $gte: query.from }), ...(query.to && { $lte: query.to }) };
-  if (query.from && query.to && query.from > query.to) throw new AppError('validation_failed', '`from` is after `to`', { details: [{ path: 'query.from', message: 'after to' }] });
   const page = await paginate(Alert, filter, { sortField: 'openedAt', direction: -1, limit: query.limit, cursor: query.cursor });
   const alerts = page.items as AlertDoc[];
   const deliveries = alerts.length ? await AlertDelivery.find({ alertId: { $in: alerts.map((a) => a._id) } }).sort({ createdAt: 1 }).lean<DeliveryDoc[]>() : [];

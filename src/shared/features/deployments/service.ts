@@ -1,9 +1,9 @@
 import type { Types } from 'mongoose';
 import type { z } from 'zod';
-import { AppError, notFound } from '../../errors.js';
+import { notFound } from '../../errors.js';
 import { paginate, parseId } from '../../paging.js';
 import type { MemberPrincipal } from '../../principal.js';
-import { namedProjects, projectFilter } from '../../views.js';
+import { namedProjects, optionalWindow, projectFilter } from '../../views.js';
 import { openAlert } from '../alerts/service.js';
 import { auditAs } from '../audit/service.js';
 import { commitUrlOf, repositoryLinks } from '../integrations/service.js';
@@ -60,11 +60,9 @@ export async function createDeployment(principal: MemberPrincipal, input: z.infe
 }
 
 export async function listDeployments(orgId: Types.ObjectId, query: z.infer<typeof listDeploymentsQuery>) {
-  const filter: Record<string, unknown> = { orgId, ...projectFilter(await namedProjects(orgId, query.project)) };
+  const filter: Record<string, unknown> = { orgId, ...projectFilter(await namedProjects(orgId, query.project)), ...optionalWindow('deployedAt', query) };
   if (query.environment) filter.environment = query.environment;
   if (query.version) filter.version = query.version;
-  if (query.from && query.to && query.from > query.to) throw new AppError('validation_failed', '`from` is after `to`', { details: [{ path: 'query.from', message: 'after to' }] });
-  if (query.from || query.to) filter.deployedAt = { ...(query.from && { $gte: query.from }), ...(query.to && { $lte: query.to }) };
   const page = await paginate(Deployment, filter, { sortField: 'deployedAt', direction: -1, limit: query.limit, cursor: query.cursor });
   const deployments = page.items as DeploymentDoc[];
   const links = await linksByProject(deployments);

@@ -8,6 +8,7 @@ import { decodeCursor, encodeCursor, paginate } from '../../paging.js';
 import type { MemberPrincipal } from '../../principal.js';
 import type { ReplayEventRecord, ReplayRecordingRecord, Stamped } from '../../telemetry/records.js';
 import { contentId, upsertAll } from '../../telemetry/storage.js';
+import { optionalWindow } from '../../views.js';
 import { auditAs } from '../audit/service.js';
 import { Project } from '../projects/model.js';
 import { findProject } from '../projects/service.js';
@@ -103,8 +104,7 @@ const replaySummaryOf = (replay: ReplayDoc): z.infer<typeof replaySummaryJson> =
 /** A project's recorded sessions, newest first; `from`/`to` bound the start time. */
 export async function listReplays(orgId: Types.ObjectId, projectId: string, query: z.infer<typeof replayListQuery>) {
   const project = await findProject(orgId, projectId);
-  const startedAt = { ...(query.from && { $gte: query.from }), ...(query.to && { $lt: query.to }) };
-  const filter = { projectId: project._id, ...(Object.keys(startedAt).length > 0 && { startedAt }) };
+  const filter = { projectId: project._id, ...optionalWindow('startedAt', query, { toExcluded: true }) };
   const page = await paginate(Replay, filter, { sortField: 'startedAt', direction: -1, limit: query.limit, cursor: query.cursor });
   return { data: page.items.map((replay) => replaySummaryOf(replay as ReplayDoc)), next_cursor: page.nextCursor };
 }
