@@ -162,9 +162,15 @@ const wants = (destination: DestinationDoc, alert: AlertDoc) =>
 export async function dispatchAlerts(enqueue: (deliveryId: string) => Promise<void>, now = new Date()): Promise<number> {
   const pending = await Alert.find({ pendingDispatch: true }).limit(200).lean<AlertDoc[]>();
   let made = 0;
+  // each organisation's destinations read once per tick, however many of its alerts are pending
+  const byOrg = new Map<string, Promise<DestinationDoc[]>>();
+  const destinationsOf = (orgId: Types.ObjectId) => {
+    if (!byOrg.has(orgId.toHexString())) byOrg.set(orgId.toHexString(), AlertDestination.find({ orgId }).lean<DestinationDoc[]>().exec());
+    return byOrg.get(orgId.toHexString())!;
+  };
   for (const alert of pending) {
     const events = eventsOf(alert).filter((event) => !alert.dispatched.includes(event));
-    const destinations = (await AlertDestination.find({ orgId: alert.orgId }).lean<DestinationDoc[]>()).filter((d) => wants(d, alert));
+    const destinations = (await destinationsOf(alert.orgId)).filter((d) => wants(d, alert));
     const deliveries = events.flatMap((event) =>
       destinations.map((destination) => ({
         _id: deliveryIdOf(alert._id, destination._id, event),
