@@ -4,7 +4,7 @@ import { deliverAlert, dispatchAlerts } from '../../shared/features/alerts/servi
 import { jobs } from '../../shared/queues.js';
 
 /** Attempts per delivery: about 1 + 2 + 4 + 8 + 16 minutes of retries before it is given up. */
-export const DELIVERY_ATTEMPTS = 6;
+const DELIVERY_ATTEMPTS = 6;
 /** How soon a resolved event waiting for its opened one looks again. */
 const OPENED_FIRST_POLL_MS = 1_000;
 

@@ -7,7 +7,7 @@ import { logSurges } from '../logs/service.js';
 import { syncConditionAlerts } from './service.js';
 
 /** The window surge alerts judge, against the window of equal length before it (the surge views' rules). */
-export const SURGE_ALERT_WINDOW_MS = 15 * 60_000;
+const SURGE_ALERT_WINDOW_MS = 15 * 60_000;
 
 const onlyProject = (ids: string[]) => (ids.length === 1 ? new Types.ObjectId(ids[0]) : null);
 

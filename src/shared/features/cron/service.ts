@@ -26,7 +26,7 @@ const scheduleOf = (check: CronCheckDoc): Schedule =>
     ? { type: 'crontab', value: String(check.schedule.value) }
     : { type: 'interval', value: Number(check.schedule.value), unit: check.schedule.unit as Extract<Schedule, { type: 'interval' }>['unit'] };
 
-export const pingUrlOf = (baseUrl: string, token: string) => `${baseUrl.replace(/\/+$/, '')}/v1/checkins/${token}`;
+const pingUrlOf = (baseUrl: string, token: string) => `${baseUrl.replace(/\/+$/, '')}/v1/checkins/${token}`;
 
 /**
  * When a check that has not checked in yet would next run: shown, never enforced. A new check waits
@@ -258,7 +258,7 @@ export async function checkIn(check: CronCheckDoc, input: CheckInInput, at: Date
 }
 
 /** The check of a ping URL's token, or 404 as for any unknown token. */
-export async function checkOfToken(token: string): Promise<CronCheckDoc> {
+async function checkOfToken(token: string): Promise<CronCheckDoc> {
   const check = /^[0-9A-Za-z]{20,100}$/.test(token) ? await CronCheck.findOne({ token }).lean<CronCheckDoc>() : null;
   if (!check) throw notFound('check-in token');
   return check;

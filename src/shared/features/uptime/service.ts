@@ -13,7 +13,7 @@ import { UptimeCheck, UptimeMonitor, type UptimeCheckDoc, type UptimeMonitorDoc 
 import type { createMonitorBody, listMonitorsQuery, monitorJson, probeResultJson, updateMonitorBody } from './schemas.js';
 
 /** A failing probe of a monitor not yet down is repeated this soon (or at its interval, if shorter) to confirm. */
-export const CONFIRM_AFTER_MS = 10_000;
+const CONFIRM_AFTER_MS = 10_000;
 /** Body read for the keyword checks. */
 const BODY_READ_BYTES = 1 << 20;
 
@@ -194,7 +194,7 @@ export async function listProbeResults(orgId: Types.ObjectId, monitorId: string,
 // Probing
 
 /** Whether a status code is one of the expected codes or ranges ("200-299", "2xx", 301). */
-export function statusExpected(status: number, expected: (number | string)[]): boolean {
+function statusExpected(status: number, expected: (number | string)[]): boolean {
   return expected.some((entry) => {
     if (typeof entry === 'number') return status === entry;
     if (/^\dxx$/.test(entry)) return Math.floor(status / 100) === Number(entry[0]);
