@@ -75,6 +75,13 @@ const schema = z.object({
   INGEST_UNAUTHENTICATED_PER_MINUTE: positiveInt.default(120),
   /** Telemetry batches each worker process handles at once (batches are idempotent, so order does not matter). */
   WORKER_CONCURRENCY: positiveInt.default(4),
+  /**
+   * How long a worker's hold on a job lasts unless renewed (it renews at half this): a job whose worker
+   * died goes back to the queue for another worker once its hold has lapsed and a stalled check sees it.
+   */
+  WORKER_LOCK_MS: positiveInt.default(30_000),
+  /** How often each worker process looks for jobs whose worker died (BullMQ's stalled-job check). */
+  WORKER_STALLED_CHECK_MS: positiveInt.default(30_000),
   /** Prefix of every BullMQ and cache key in Redis, so several deployments can share one Redis. */
   REDIS_PREFIX: z.string().min(1).default('slk'),
   /**

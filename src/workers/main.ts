@@ -61,7 +61,12 @@ export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl 
   }
   const workers = Object.entries(processors).map(([name, processor]) => {
     const concurrency = concurrencyOf(name as QueueName, config);
-    const worker = new Worker(name, (job, token) => requestContext.run({ jobId: job.id }, () => processor(job, token)), { ...connection, concurrency });
+    const worker = new Worker(name, (job, token) => requestContext.run({ jobId: job.id }, () => processor(job, token)), {
+      ...connection,
+      concurrency,
+      lockDuration: config.WORKER_LOCK_MS,
+      stalledInterval: config.WORKER_STALLED_CHECK_MS,
+    });
     worker.on('failed', (job, error) => logger.error({ err: error, queue: name, job: job?.name }, 'job failed'));
     worker.on('error', (error) => logger.error({ err: error, queue: name }, 'worker error'));
     return worker;
