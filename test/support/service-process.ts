@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 
 /**
  * The service as `npm start` runs it, from source, as a child process on random ports: all roles by
- * default, or one with `ROLE`. Its JSON log lines are kept; `portOf` waits for a "… listening" line.
+ * default, or one with `ROLE`. Its JSON log lines are kept; `portOf` waits for a "… listening" line
+ * (20 s by default: more when several processes start at once); `stop` sends SIGTERM and waits for the exit.
  */
 export function startService(env: Record<string, string | undefined>) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
@@ -18,8 +20,8 @@ export function startService(env: Record<string, string | undefined>) {
     buffered = complete.pop()!;
     for (const line of complete) if (line.startsWith('{')) lines.push(JSON.parse(line));
   });
-  const waitForLine = async (msg: string) => {
-    const deadline = Date.now() + 20_000;
+  const waitForLine = async (msg: string, timeoutMs = 20_000) => {
+    const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
       const line = lines.find((l) => l.msg === msg);
       if (line) return line;
@@ -27,8 +29,14 @@ export function startService(env: Record<string, string | undefined>) {
     }
     throw new Error(`no "${msg}" line`);
   };
-  const portOf = async (msg: string) => (await waitForLine(msg)).port as number;
-  return { child, lines, portOf, waitForLine };
+  const portOf = async (msg: string, timeoutMs?: number) => (await waitForLine(msg, timeoutMs)).port as number;
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return;
+    const exited = once(child, 'exit');
+    child.kill('SIGTERM');
+    await exited;
+  };
+  return { child, lines, portOf, waitForLine, stop };
 }
 
 export type ServiceProcess = ReturnType<typeof startService>;
