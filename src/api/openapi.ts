@@ -30,8 +30,11 @@ function parameters(route: AnyRoute) {
   return list;
 }
 
+const errorContent = { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } };
+
 function operation(route: AnyRoute) {
   const status = String(route.status ?? 200);
+  const particular = Object.entries(route.errors ?? {}).map(([code, description]) => [code, { description, content: errorContent }]);
   return {
     tags: [route.tag],
     summary: route.summary,
@@ -46,7 +49,8 @@ function operation(route: AnyRoute) {
       [status]: route.response
         ? { description: 'Success', content: { 'application/json': { schema: jsonSchema(route.response, 'output') } } }
         : { description: 'Success, no body' },
-      default: { description: 'Error (CONTRACT.md codes)', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } },
+      ...Object.fromEntries(particular),
+      default: { description: 'Error (CONTRACT.md codes)', content: errorContent },
     },
   };
 }

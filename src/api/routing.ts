@@ -30,6 +30,8 @@ export interface RouteDefinition<
   body?: B;
   status?: number;
   response?: R;
+  /** Error statuses particular to this route, beyond CONTRACT.md's generic refusals, each with when it is answered (documented in OpenAPI). */
+  errors?: Record<number, string>;
   handler: (input: {
     params: z.output<P>;
     query: z.output<Q>;
@@ -124,6 +126,9 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[]): void {
     });
   }
 }
+
+/** The same routes, each also documenting `errors` (an answer a whole group gives, such as a switched-off feature's 501). */
+export const withErrors = (routes: readonly AnyRoute[], errors: Record<number, string>): AnyRoute[] => routes.map((route) => ({ ...route, errors: { ...route.errors, ...errors } }));
 
 /** The list envelope of CONTRACT.md: a page of items and the cursor of the next one. */
 export const listOf = <T extends ZodType>(item: T) => z.object({ data: z.array(item), next_cursor: z.string().nullable() });

@@ -12,7 +12,7 @@ import {
   listInvestigations,
   type Enqueue,
 } from '../../shared/features/investigations/service.js';
-import { defineRoute, listOf, type AnyRoute } from '../routing.js';
+import { defineRoute, listOf, withErrors, type AnyRoute } from '../routing.js';
 
 export interface InvestigationRouteDeps {
   /** OLLAMA_MODEL: recorded on each investigation when it is requested. */
@@ -33,7 +33,7 @@ export const investigationRoutes = ({ model, enqueue: maybeEnqueue }: Investigat
     if (!maybeEnqueue) throw new AppError('ai_unavailable', OFF);
     return maybeEnqueue(id);
   };
-  return [
+  return withErrors([
     defineRoute({
       method: 'post',
       path: '/v1/issues/{issueID}/investigate',
@@ -119,7 +119,7 @@ export const investigationRoutes = ({ model, enqueue: maybeEnqueue }: Investigat
       response: investigationJson,
       handler: ({ principal, params }) => getInvestigation(principal.orgId, params.investigationID),
     }),
-  ];
+  ], { 501: `ai_unavailable: ${OFF} (answered before authentication)` });
 };
 
 /**

@@ -21,10 +21,12 @@ import {
 } from '../../shared/features/sso/service.js';
 import type { ApiDeps } from '../deps.js';
 import { SESSION_COOKIE } from '../middleware/authenticate.js';
-import { defineRoute, listOf } from '../routing.js';
+import { defineRoute, listOf, withErrors } from '../routing.js';
 
 /** The path prefixes of every single sign-on route. */
 export const SSO_PATHS = ['/v1/settings/sso', '/v1/auth/sso'];
+
+const OFF = 'single sign-on is off on this server: set API_PUBLIC_URL to switch it on';
 
 /**
  * Mounted before authentication: without API_PUBLIC_URL single sign-on is off, and every SSO route
@@ -32,7 +34,7 @@ export const SSO_PATHS = ['/v1/settings/sso', '/v1/auth/sso'];
  */
 export function ssoGate(config: Pick<Config, 'API_PUBLIC_URL'>): RequestHandler {
   return (_req, _res, next) => {
-    if (!config.API_PUBLIC_URL) throw new AppError('sso_unavailable', 'single sign-on is off on this server: set API_PUBLIC_URL to switch it on');
+    if (!config.API_PUBLIC_URL) throw new AppError('sso_unavailable', OFF);
     next();
   };
 }
@@ -46,7 +48,7 @@ export function ssoRoutes(deps: ApiDeps, clients: { oidc: OidcClient; dns: DnsCl
   const sso: SsoDeps = { config, secrets: deps.secrets, oidc: clients.oidc, dns: clients.dns };
   const cookieOptions = { httpOnly: true, sameSite: 'lax', path: '/', secure: config.secureCookies } as const;
   const dashboard = config.DASHBOARD_ORIGIN.replace(/\/+$/, '');
-  return [
+  return withErrors([
     defineRoute({
       method: 'get',
       path: '/v1/settings/sso',
@@ -155,5 +157,5 @@ export function ssoRoutes(deps: ApiDeps, clients: { oidc: OidcClient; dns: DnsCl
         return { redirect_to: dashboard };
       },
     }),
-  ];
+  ], { 501: `sso_unavailable: ${OFF} (answered before authentication)` });
 }
