@@ -1,0 +1,78 @@
+/**
+ * The HTTP ceiling: a bare node:http server, in a process of its own, that does the least any receiver
+ * of these payloads must do and nothing else: read the body, gunzip it when it says gzip, and parse it
+ * (a Sentry envelope split into lines, each JSON.parse'd; an OTLP export decoded with protobufjs from the
+ * service's own descriptor, or JSON.parse'd), then answer 200 `{}`. No auth, no queue, no Redis.
+ * The ingest service's accept rate is compared with this one's at the same concurrency.
+ */
+import { fork } from 'node:child_process';
+import { createServer, type IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { PassThrough, Writable, type Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { fileURLToPath } from 'node:url';
+import { createGunzip } from 'node:zlib';
+import { traceRequestType } from './payloads.js';
+
+async function bodyOf(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  const decoder: Transform = req.headers['content-encoding'] === 'gzip' ? createGunzip() : new PassThrough();
+  await pipeline(req, decoder, new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        chunks.push(chunk);
+        done();
+      },
+    }));
+  return Buffer.concat(chunks);
+}
+
+function parse(url: string, contentType: string, body: Buffer): unknown {
+  if (url.startsWith('/v1/') && contentType.startsWith('application/x-protobuf')) return traceRequestType.toObject(traceRequestType.decode(body), { longs: String });
+  if (url.startsWith('/v1/')) return JSON.parse(body.toString('utf8'));
+  // an envelope: a header line, then each item's header line and payload line
+  return body
+    .toString('utf8')
+    .split('\n')
+    .filter((line) => line.length > 0)
+    .map((line) => JSON.parse(line));
+}
+
+export interface CeilingServer {
+  baseUrl: string;
+  stop(): Promise<void>;
+}
+
+/** Starts the ceiling server process and waits until it listens. */
+export async function startCeilingServer(): Promise<CeilingServer> {
+  const child = fork(fileURLToPath(import.meta.url), [], { execArgv: ['--import', 'tsx'], env: { ...process.env, NODE_OPTIONS: '' } });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const port = await new Promise<number>((resolve, reject) => {
+    child.once('message', (message) => resolve((message as { port: number }).port));
+    child.once('exit', () => reject(new Error('the ceiling server exited before listening')));
+  });
+  return {
+    baseUrl: `http://127.0.0.1:${port}`,
+    stop: async () => {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+// As the child: listen on a free loopback port, say which, and serve until told to stop.
+if (process.send && process.argv[1] === fileURLToPath(import.meta.url)) {
+  const server = createServer((req, res) => {
+    bodyOf(req)
+      .then((body) => {
+        parse(req.url ?? '', req.headers['content-type'] ?? '', body);
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      })
+      .catch(() => res.writeHead(400, { 'content-type': 'application/json' }).end('{}'));
+  });
+  server.keepAliveTimeout = 65_000;
+  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
+  process.once('SIGTERM', () => {
+    server.close(() => process.exit(0));
+    server.closeAllConnections();
+  });
+}

@@ -1,0 +1,63 @@
+/**
+ * Resident memory of the local stack's processes, read from /proc (Linux): RSS (VmRSS), and PSS
+ * (smaps_rollup), which shares each shared page out among the processes mapping it. PostgreSQL's
+ * processes all map its shared buffers, so their RSS added up counts those pages once per process;
+ * their PSS added up counts them once.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+export interface ProcessMemory {
+  pid: number;
+  what: string;
+  rssMiB: number;
+  pssMiB: number;
+}
+
+const kib = (text: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(text)?.[1] ?? NaN);
+
+export function memoryOf(pid: number, what: string): ProcessMemory {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rollup = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
+  return { pid, what, rssMiB: kib(status, 'VmRSS') / 1024, pssMiB: kib(rollup, 'Pss') / 1024 };
+}
+
+/** Every process on the machine: pid and command line. */
+function processes(): { pid: number; args: string }[] {
+  return execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+    .split('\n')
+    .map((line) => /^\s*(\d+)\s+(.*)$/.exec(line))
+    .filter((match): match is RegExpExecArray => match !== null)
+    .map((match) => ({ pid: Number(match[1]), args: match[2]! }));
+}
+
+/** The FerretDB process listening on `port`. */
+export function ferretdbProcess(port: number): ProcessMemory | undefined {
+  const found = processes().find((p) => /ferretdb/.test(p.args) && p.args.includes(`--listen-addr=127.0.0.1:${port}`));
+  return found && memoryOf(found.pid, `FerretDB (:${port})`);
+}
+
+/**
+ * The PostgreSQL server FerretDB keeps `database` in: the postmaster, its background processes
+ * (checkpointer, writers, launchers) and the backends connected to `database`, which are FerretDB's
+ * pool. Backends serving other databases are left out.
+ */
+export function postgresProcesses(database: string): ProcessMemory[] {
+  const all = processes();
+  const postmaster = all.find((p) => /\/postgres(ql)?\b.* -D /.test(p.args) || /^postgres -D /.test(p.args));
+  const background = all.filter((p) => /^postgres: .*: (checkpointer|background writer|walwriter|autovacuum launcher|logical replication launcher|archiver|stats collector)/.test(p.args));
+  const backends = all.filter((p) => new RegExp(`^postgres: [^:]+: \\S+ ${database} `).test(p.args));
+  const named = [
+    ...(postmaster ? [{ pid: postmaster.pid, what: 'PostgreSQL postmaster' }] : []),
+    ...background.map((p) => ({ pid: p.pid, what: `PostgreSQL ${p.args.replace(/^postgres: [^:]+: /, '')}` })),
+    ...backends.map((p) => ({ pid: p.pid, what: `PostgreSQL backend of ${database}` })),
+  ];
+  // a backend may end between ps and /proc
+  return named.flatMap(({ pid, what }) => {
+    try {
+      return [memoryOf(pid, what)];
+    } catch {
+      return [];
+    }
+  });
+}
