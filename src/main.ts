@@ -21,41 +21,7 @@ async function main() {
 
   // Started in order; stopped in reverse: stop accepting, finish work, then close clients.
   const stops: Stop[] = [];
-  await connectMongo(urls.mongoUrl, logger);
-  stops.push(['mongo', disconnectMongo]);
-  await ensureIndexes(urls.ferretdbPostgresUrl);
-  const fastRedis = createRedis(urls.redisUrl, 'fast', logger);
-  stops.push(['redis', () => closeRedis(fastRedis)]);
-  if (!(await redisReady(fastRedis, 5000))) logger.warn('Redis is not reachable; starting anyway (rate limits fall back to per-process counters)');
-  else {
-    const policy = await evictionPolicy(fastRedis);
-    // queued telemetry lives in Redis until a worker stores it: an evicting Redis can lose what ingest acknowledged
-    if (policy && policy !== 'noeviction') {
-      logger.warn({ policy }, `Redis maxmemory-policy is "${policy}": under memory pressure Redis may evict queued telemetry and jobs that ingest already answered 200 for. Set maxmemory-policy to noeviction.`);
-    }
-  }
-
-  const runs = (role: string) => config.ROLE === 'all' || config.ROLE === role;
-  if (runs('workers')) {
-    const queueRedis = createRedis(urls.redisUrl, 'queue', logger);
-    stops.push(['queue redis', () => closeRedis(queueRedis)]);
-    stops.push(['workers', await startWorkers({ config, logger, redis: queueRedis, ferretdbPostgresUrl: urls.ferretdbPostgresUrl })]);
-  }
-  if (runs('ingest')) {
-    const ingest = createIngestApp({ config, logger, redis: fastRedis });
-    const server = await listen(ingest.app, config.INGEST_PORT, config.HOST);
-    stops.push(['ingest', async () => {
-      await server.close();
-      await ingest.close();
-    }]);
-    logger.info({ port: server.port }, 'ingest listening');
-  }
-  if (runs('api')) {
-    const server = await listen(createApiApp({ config, logger, redis: fastRedis }), config.PORT, config.HOST);
-    stops.push(['api', server.close]);
-    logger.info({ port: server.port }, 'api listening');
-  }
-
+  // Handled from the start: a signal while a dependency is still awaited stops what has started so far.
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;
@@ -74,6 +40,41 @@ async function main() {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  await connectMongo(urls.mongoUrl, logger);
+  stops.push(['mongo', disconnectMongo]);
+  await ensureIndexes(urls.ferretdbPostgresUrl);
+  const fastRedis = createRedis(urls.redisUrl, 'fast', logger);
+  stops.push(['redis', () => closeRedis(fastRedis)]);
+  if (!(await redisReady(fastRedis, 5000))) logger.warn('Redis is not reachable; starting anyway (rate limits fall back to per-process counters, ingest keeps accepted telemetry in its disk spool, workers wait for Redis)');
+  else {
+    const policy = await evictionPolicy(fastRedis);
+    // queued telemetry lives in Redis until a worker stores it: an evicting Redis can lose what ingest acknowledged
+    if (policy && policy !== 'noeviction') {
+      logger.warn({ policy }, `Redis maxmemory-policy is "${policy}": under memory pressure Redis may evict queued telemetry and jobs that ingest already answered 200 for. Set maxmemory-policy to noeviction.`);
+    }
+  }
+
+  const runs = (role: string) => config.ROLE === 'all' || config.ROLE === role;
+  if (runs('workers')) {
+    const queueRedis = createRedis(urls.redisUrl, 'queue', logger);
+    stops.push(['queue redis', () => closeRedis(queueRedis)]);
+    stops.push(['workers', await startWorkers({ config, logger, redis: queueRedis, ferretdbPostgresUrl: urls.ferretdbPostgresUrl })]);
+  }
+  if (runs('ingest')) {
+    const ingest = await createIngestApp({ config, logger, redis: fastRedis });
+    const server = await listen(ingest.app, config.INGEST_PORT, config.HOST);
+    stops.push(['ingest', async () => {
+      await server.close();
+      await ingest.close();
+    }]);
+    logger.info({ port: server.port }, 'ingest listening');
+  }
+  if (runs('api')) {
+    const server = await listen(createApiApp({ config, logger, redis: fastRedis }), config.PORT, config.HOST);
+    stops.push(['api', server.close]);
+    logger.info({ port: server.port }, 'api listening');
+  }
+
 }
 
 main().catch((error: unknown) => {

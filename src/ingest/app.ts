@@ -12,6 +12,7 @@ import { createLimiter } from '../shared/http/rate-limit.js';
 import { requestId } from '../shared/http/request-id.js';
 import type { Logger } from '../shared/logger.js';
 import { TelemetryBatcher } from './batcher.js';
+import { DiskSpool } from './spool.js';
 import type { IngestContext } from './context.js';
 import { DsnCache } from './dsn.js';
 import { otlpRouter } from './routes/otlp.js';
@@ -30,14 +31,20 @@ export interface IngestApp {
   close(): Promise<void>;
 }
 
-export function createIngestApp({ config, logger, redis }: IngestAppOptions): IngestApp {
+export async function createIngestApp({ config, logger, redis }: IngestAppOptions): Promise<IngestApp> {
   const queue = new Queue('telemetry', { connection: redis, prefix: config.REDIS_PREFIX });
   queue.on('error', (error) => logger.warn({ err: error }, 'telemetry queue error'));
+  const spool = await DiskSpool.open(config.INGEST_SPOOL_DIR, Math.floor(config.INGEST_SPOOL_MAX_MB * 1024 * 1024));
+  const batcher = new TelemetryBatcher(queue, redis, spool, logger, {
+    maxItems: config.INGEST_BATCH_SIZE,
+    maxWaitMs: config.INGEST_BATCH_WAIT_MS,
+    spoolMaxAgeMs: config.INGEST_SPOOL_MAX_AGE_HOURS * 3_600_000,
+  });
   const ctx: IngestContext = {
     dsns: new DsnCache(config.INGEST_DSN_CACHE_MS),
     limiter: createLimiter(redis, config.REDIS_PREFIX, 'ingest', config.INGEST_RATE_LIMIT_PER_SECOND, 1),
     unauthenticated: createLimiter(redis, config.REDIS_PREFIX, 'ingest-unauthenticated', config.INGEST_UNAUTHENTICATED_PER_MINUTE, 60),
-    batcher: new TelemetryBatcher(queue, redis, { maxItems: config.INGEST_BATCH_SIZE, maxWaitMs: config.INGEST_BATCH_WAIT_MS }),
+    batcher,
   };
 
   const app = express();
@@ -55,7 +62,28 @@ export function createIngestApp({ config, logger, redis }: IngestAppOptions): In
       maxAge: 3600,
     }),
   );
-  app.use(healthRouter({ mongo: pingMongo, redis: () => pingRedis(redis) }));
+  // While the spool has room, a Redis outage costs no telemetry, so it does not take ingest out of service.
+  app.use(
+    healthRouter(
+      {
+        mongo: pingMongo,
+        spool: async () => {
+          const status = batcher.spoolStatus();
+          if (status.full) throw new Error(`the disk spool is full (${status.bytes} of ${status.max_bytes} bytes in ${status.batches} batches) and Redis cannot take telemetry: ingest answers 503 until Redis returns`);
+          return status;
+        },
+      },
+      {
+        redis: async () => {
+          try {
+            await pingRedis(redis);
+          } catch (error) {
+            throw new Error(`${(error as Error).message}; accepted telemetry goes to the disk spool until Redis returns`);
+          }
+        },
+      },
+    ),
+  );
   app.use(sentryRouter(ctx));
   app.use(otlpRouter(ctx));
   app.use(notFoundRoute);

@@ -1,16 +1,25 @@
+import { randomBytes } from 'node:crypto';
 import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError } from '../shared/errors.js';
+import type { Logger } from '../shared/logger.js';
+import { TELEMETRY_JOB, type TelemetryRecords } from '../shared/queues.js';
 import type { RecordKind, Stamped } from '../shared/telemetry/records.js';
+import { SpoolFullError, type DiskSpool } from './spool.js';
 
-interface Pending {
-  items: Stamped<unknown>[];
+interface Group {
+  records: TelemetryRecords;
+  count: number;
   waiters: { resolve: () => void; reject: (error: unknown) => void }[];
   timer: NodeJS.Timeout | undefined;
 }
 
-/** How long a write to Redis may take before ingest answers 503 instead of hanging. */
+/** How long a write to Redis may take before the batch goes to the disk spool instead. */
 const ADD_TIMEOUT_MS = 1000;
+/** How often a non-empty spool tries Redis again (also at once when the connection comes back). */
+const REPLAY_INTERVAL_MS = 1000;
+/** What a client told to back off waits before retrying while the spool is full. */
+const RETRY_AFTER_SECONDS = '10';
 
 const JOB_OPTIONS = {
   attempts: 8,
@@ -19,60 +28,107 @@ const JOB_OPTIONS = {
   removeOnFail: 10_000,
 } as const;
 
+export interface BatcherOptions {
+  maxItems: number;
+  maxWaitMs: number;
+  /** Spooled batches older than this are discarded at replay instead of queued. */
+  spoolMaxAgeMs: number;
+}
+
 /**
- * Gathers records of each kind from concurrent requests into one BullMQ job, written when `maxItems`
- * are waiting or `maxWaitMs` after the first. `enqueue` resolves only once the job is in Redis: a 200
- * means the data is durable. When Redis cannot take it, every waiting request fails with 503.
+ * Gathers the records of concurrent requests into one BullMQ job, written when `maxItems` are waiting
+ * or `maxWaitMs` after the first. A request's records, of every kind, go into one job, so they are
+ * queued all together or not at all and a resent request never counts twice. `enqueue` resolves only
+ * once the job is in Redis or, while Redis cannot take it, in the disk spool: a 200 means the data is
+ * durable. Spooled jobs are replayed under the same job id when Redis returns (BullMQ keeps the first
+ * of two jobs with one id, so a write that timed out but landed is not queued twice). Only when the
+ * spool is full too do the waiting requests fail, with 503 and Retry-After.
  */
 export class TelemetryBatcher {
-  private readonly pending = new Map<RecordKind, Pending>();
+  private group: Group | undefined;
+  private replaying: Promise<void> | undefined;
+  private readonly replayTimer: NodeJS.Timeout;
+  private spooling = false;
 
   constructor(
     private readonly queue: Queue,
     private readonly redis: Redis,
-    private readonly options: { maxItems: number; maxWaitMs: number },
-  ) {}
+    private readonly spool: DiskSpool,
+    private readonly logger: Logger,
+    private readonly options: BatcherOptions,
+  ) {
+    this.replayTimer = setInterval(() => void this.replay(), REPLAY_INTERVAL_MS);
+    this.replayTimer.unref();
+    redis.on('ready', this.onReady);
+    if (!spool.isEmpty) logger.warn({ spool: spool.status() }, 'ingest spool holds batches from an earlier run; replaying them once Redis answers');
+  }
 
-  enqueue(kind: RecordKind, items: Stamped<unknown>[]): Promise<void> {
-    if (items.length === 0) return Promise.resolve();
-    // One huge request still becomes jobs of at most maxItems records each.
-    if (items.length > this.options.maxItems) {
-      const chunks = [];
-      for (let i = 0; i < items.length; i += this.options.maxItems) chunks.push(this.enqueue(kind, items.slice(i, i + this.options.maxItems)));
-      return Promise.all(chunks).then(() => undefined);
+  private readonly onReady = () => void this.replay();
+
+  /** Queues one request's records; resolves once they are durable. */
+  enqueue(records: Partial<Record<RecordKind, Stamped<unknown>[]>>): Promise<void> {
+    const lists = Object.entries(records).filter(([, list]) => list && list.length > 0) as [RecordKind, Stamped<unknown>[]][];
+    if (lists.length === 0) return Promise.resolve();
+    const group = (this.group ??= { records: {}, count: 0, waiters: [], timer: undefined });
+    for (const [kind, list] of lists) {
+      (group.records[kind] ??= []).push(...list);
+      group.count += list.length;
     }
-    let batch = this.pending.get(kind);
-    if (!batch) {
-      batch = { items: [], waiters: [], timer: undefined };
-      this.pending.set(kind, batch);
-    }
-    batch.items.push(...items);
-    const done = new Promise<void>((resolve, reject) => batch.waiters.push({ resolve, reject }));
-    if (batch.items.length >= this.options.maxItems) void this.flush(kind);
-    else batch.timer ??= setTimeout(() => void this.flush(kind), this.options.maxWaitMs);
+    const done = new Promise<void>((resolve, reject) => group.waiters.push({ resolve, reject }));
+    if (group.count >= this.options.maxItems) void this.flush();
+    else group.timer ??= setTimeout(() => void this.flush(), this.options.maxWaitMs);
     return done;
   }
 
-  private async flush(kind: RecordKind): Promise<void> {
-    const batch = this.pending.get(kind);
-    if (!batch) return;
-    this.pending.delete(kind);
-    clearTimeout(batch.timer);
+  /** The spool's figures, for /readyz. */
+  spoolStatus() {
+    return this.spool.status();
+  }
+
+  private async flush(): Promise<void> {
+    const group = this.group;
+    if (!group) return;
+    this.group = undefined;
+    clearTimeout(group.timer);
     try {
-      await this.write(kind, batch.items);
-      for (const waiter of batch.waiters) waiter.resolve();
+      await this.keep(`b${randomBytes(12).toString('hex')}`, { records: group.records });
+      for (const waiter of group.waiters) waiter.resolve();
     } catch (error) {
-      const refusal = new AppError('not_ready', 'telemetry cannot be kept right now; retry later', { headers: { 'Retry-After': '5' }, cause: error });
-      for (const waiter of batch.waiters) waiter.reject(refusal);
+      for (const waiter of group.waiters) waiter.reject(error);
     }
   }
 
-  private async write(kind: RecordKind, items: Stamped<unknown>[]): Promise<void> {
+  /** Into Redis, else onto the disk spool, else a 503 for every request in the batch. */
+  private async keep(id: string, data: { records: TelemetryRecords }): Promise<void> {
+    let queueError: unknown;
+    try {
+      await this.add(id, data);
+      return;
+    } catch (error) {
+      queueError = error;
+    }
+    try {
+      await this.spool.write(id, data);
+    } catch (error) {
+      const full = error instanceof SpoolFullError;
+      this.logger.error({ err: error, queueError, spool: this.spool.status() }, full ? 'Redis is unreachable and the ingest spool is full: refusing telemetry' : 'Redis is unreachable and the ingest spool cannot be written: refusing telemetry');
+      throw new AppError('not_ready', full ? 'telemetry cannot be kept right now: the queue is unreachable and the local spool is full; retry later' : 'telemetry cannot be kept right now; retry later', {
+        headers: { 'Retry-After': RETRY_AFTER_SECONDS },
+        cause: error,
+      });
+    }
+    if (!this.spooling) {
+      this.spooling = true;
+      this.logger.warn({ err: queueError, dir: this.spool.dir }, 'Redis cannot take telemetry: accepted batches go to the ingest spool on disk until it returns');
+    }
+  }
+
+  private async add(id: string, data: { records: TelemetryRecords }): Promise<void> {
     if (this.redis.status !== 'ready') throw new Error(`Redis connection ${this.redis.status}`);
     let timer: NodeJS.Timeout | undefined;
     try {
       await Promise.race([
-        this.queue.add(kind, { items }, JOB_OPTIONS),
+        this.queue.add(TELEMETRY_JOB, data, { ...JOB_OPTIONS, jobId: id }),
         new Promise((_, reject) => {
           timer = setTimeout(() => reject(new Error('Redis did not take the batch in time')), ADD_TIMEOUT_MS);
         }),
@@ -82,8 +138,41 @@ export class TelemetryBatcher {
     }
   }
 
-  /** Writes whatever is waiting; part of shutdown, before the queue closes. */
+  /** Moves spooled batches into the queue, oldest first, one replay at a time. */
+  private replay(): Promise<void> {
+    if (this.spool.isEmpty || this.redis.status !== 'ready') return Promise.resolve();
+    this.replaying ??= this.spool
+      .drain(
+        {
+          deliver: (id, data) => this.add(id, data as { records: TelemetryRecords }),
+          expire: async (id, data, ageMs) => {
+            const records = (data as { records?: TelemetryRecords }).records ?? {};
+            const counts = Object.fromEntries(Object.entries(records).map(([kind, list]) => [kind, list?.length ?? 0]));
+            this.logger.error({ id, ageMs, counts }, 'discarding a spooled batch older than INGEST_SPOOL_MAX_AGE_HOURS');
+          },
+          corrupt: (name, error) => this.logger.error({ err: error, name, dir: this.spool.dir }, 'a spooled batch no longer parses; moved aside as .corrupt'),
+        },
+        this.options.spoolMaxAgeMs,
+      )
+      .then((delivered) => {
+        if (this.spool.isEmpty) {
+          this.spooling = false;
+          this.logger.info({ delivered }, 'ingest spool replayed into the queue');
+        }
+      })
+      .catch((error: unknown) => this.logger.warn({ err: error, spool: this.spool.status() }, 'ingest spool replay stopped; retrying'))
+      .finally(() => {
+        this.replaying = undefined;
+      });
+    return this.replaying;
+  }
+
+  /** Writes whatever is waiting (to Redis or the spool); part of shutdown, before the queue closes. */
   async close(): Promise<void> {
-    await Promise.all([...this.pending.keys()].map((kind) => this.flush(kind)));
+    clearInterval(this.replayTimer);
+    this.redis.off('ready', this.onReady);
+    await this.flush();
+    await this.replaying;
+    await this.spool.close();
   }
 }

@@ -54,8 +54,11 @@ export async function authorizeDsn(
   return dsn;
 }
 
-/** Stamps records with their project and hands each kind to the batcher; resolves once all are in Redis. */
+/**
+ * Stamps records with their project and hands them to the batcher as one unit, so a request's records
+ * of every kind are queued together or not at all; resolves once they are durable.
+ */
 export async function enqueueRecords(ctx: IngestContext, dsn: IngestDsn, records: Partial<Record<RecordKind, unknown[]>>): Promise<void> {
   const stamp = (record: unknown): Stamped<unknown> => ({ orgId: dsn.orgId, projectId: dsn.projectId, record });
-  await Promise.all(Object.entries(records).map(([kind, list]) => ctx.batcher.enqueue(kind as RecordKind, (list ?? []).map(stamp))));
+  await ctx.batcher.enqueue(Object.fromEntries(Object.entries(records).map(([kind, list]) => [kind, (list ?? []).map(stamp)])));
 }

@@ -71,6 +71,15 @@ const schema = z.object({
   INGEST_BATCH_SIZE: positiveInt.default(500),
   /** …or when the oldest has waited this long. */
   INGEST_BATCH_WAIT_MS: positiveInt.default(20),
+  /**
+   * Where ingest keeps accepted batches while Redis cannot take them, replayed into the queue when it
+   * returns; defaults to DATA_DIR/spool/<REDIS_PREFIX>. Each ingest process should have its own.
+   */
+  INGEST_SPOOL_DIR: z.string().optional(),
+  /** The spool's size cap: past it ingest answers 503 with Retry-After (and /readyz says why). */
+  INGEST_SPOOL_MAX_MB: z.coerce.number().positive().default(1024),
+  /** Spooled batches older than this when Redis returns are discarded (logged and counted as dropped), not replayed. */
+  INGEST_SPOOL_MAX_AGE_HOURS: z.coerce.number().positive().default(72),
   /** Requests without a valid DSN one client address may send per minute before ingest refuses it with 429. */
   INGEST_UNAUTHENTICATED_PER_MINUTE: positiveInt.default(120),
   /** Telemetry batches each worker process handles at once (batches are idempotent, so order does not matter). */
@@ -151,9 +160,10 @@ const schema = z.object({
 
 type Env = z.infer<typeof schema>;
 
-export interface Config extends Readonly<Omit<Env, 'INGEST_PUBLIC_URL' | 'BLOB_DIR'>> {
+export interface Config extends Readonly<Omit<Env, 'INGEST_PUBLIC_URL' | 'BLOB_DIR' | 'INGEST_SPOOL_DIR'>> {
   readonly INGEST_PUBLIC_URL: string;
   readonly BLOB_DIR: string;
+  readonly INGEST_SPOOL_DIR: string;
   /** True when cookies must carry the Secure flag (the public URL is https). */
   readonly secureCookies: boolean;
 }
@@ -172,6 +182,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     ...value,
     INGEST_PUBLIC_URL: value.INGEST_PUBLIC_URL ?? `http://localhost:${value.INGEST_PORT}`,
     BLOB_DIR: value.BLOB_DIR ?? `${value.DATA_DIR}/blobs`,
+    INGEST_SPOOL_DIR: value.INGEST_SPOOL_DIR ?? `${value.DATA_DIR}/spool/${value.REDIS_PREFIX}`,
     secureCookies: value.API_PUBLIC_URL?.startsWith('https:') ?? false,
   });
 }

@@ -1,20 +1,27 @@
 import { z } from 'zod';
-import { recordSchemas, type RecordKind, type RecordOf, type Stamped } from './telemetry/records.js';
+import { recordKinds, recordSchemas, type RecordKind, type RecordOf, type Stamped } from './telemetry/records.js';
 
-/** One batch job per record kind: ingest appends records and flushes a job by count or after a few ms. */
+/** A kind's records in a batch job, each stamped with its project. */
 export interface TelemetryBatch<K extends RecordKind> {
   items: Stamped<RecordOf<K>>[];
 }
 
+/** What one telemetry job carries: the records of every request in the batch, by kind. */
+export type TelemetryRecords = Partial<Record<RecordKind, Stamped<unknown>[]>>;
+
+/** The one telemetry job name: ingest puts a request's records of every kind into one job. */
+export const TELEMETRY_JOB = 'records';
+
 const stamped = (record: z.ZodType) => z.object({ items: z.array(z.object({ orgId: z.string(), projectId: z.string(), record })).min(1) });
 
-export const telemetryJobs = Object.fromEntries(
+/** Each kind's part of a telemetry job, with the schema of its records. */
+export const telemetryParts = Object.fromEntries(
   Object.entries(recordSchemas).map(([kind, schema]) => [kind, stamped(schema)]),
 ) as unknown as { [K in RecordKind]: z.ZodType<TelemetryBatch<K>> };
 
 /** Every queue and job the workers run, with the payload each job carries (ids and small records, never secrets). */
 export const jobs = {
-  telemetry: telemetryJobs,
+  telemetry: { [TELEMETRY_JOB]: z.object({ records: z.partialRecord(z.enum(recordKinds), z.array(z.unknown())) }) },
   maintenance: {
     cleanup: z.object({}),
   },

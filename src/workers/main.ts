@@ -8,6 +8,7 @@ import { requestContext } from '../shared/context.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { QueueName } from '../shared/queues.js';
+import { shareWriteTurns } from '../shared/telemetry/storage.js';
 import { alertsProcessor } from './processors/alerts.js';
 import { investigationsProcessor } from './processors/investigations.js';
 import { maintenanceProcessor } from './processors/maintenance.js';
@@ -40,6 +41,8 @@ export interface WorkerOptions {
 }
 
 export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl }: WorkerOptions) {
+  // several worker processes count into the same issues and rollups: on FerretDB they take turns through Redis
+  shareWriteTurns(redis, config.REDIS_PREFIX);
   const blobs = createBlobStore(config);
   const mailer = createMailer(config);
   const outbound = createOutbound({ allowlist: parseAllowlist(config.OUTBOUND_ALLOWLIST) });
@@ -56,9 +59,6 @@ export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl 
     alerts: alertsProcessor({ mailer, outbound }, () => queue('alerts')),
     investigations: investigationsProcessor({ logger, ai: createAiClient(config), timeoutMs: config.AI_TIMEOUT_MS }),
   };
-  for (const schedule of ferretdbPostgresUrl ? [...schedules, storeIndexSchedule] : schedules) {
-    await queue(schedule.queue).upsertJobScheduler(schedule.id, { every: schedule.every }, { name: schedule.job, data: {} });
-  }
   const workers = Object.entries(processors).map(([name, processor]) => {
     const concurrency = concurrencyOf(name as QueueName, config);
     const worker = new Worker(name, (job, token) => requestContext.run({ jobId: job.id }, () => processor(job, token)), {
@@ -71,8 +71,16 @@ export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl 
     worker.on('error', (error) => logger.error({ err: error, queue: name }, 'worker error'));
     return worker;
   });
-  logger.info({ queues: workers.map((w) => w.name) }, 'workers started');
+  // Declared in the background: with Redis down at start the workers wait for it, and the other roles
+  // of this process (ingest with its disk spool) must not wait with them.
+  const declared = (async () => {
+    for (const schedule of ferretdbPostgresUrl ? [...schedules, storeIndexSchedule] : schedules) {
+      await queue(schedule.queue).upsertJobScheduler(schedule.id, { every: schedule.every }, { name: schedule.job, data: {} });
+    }
+    logger.info({ queues: workers.map((w) => w.name) }, 'workers started');
+  })().catch((error: unknown) => logger.error({ err: error }, 'job schedulers could not be declared'));
   return async () => {
+    await Promise.race([declared, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
     await Promise.all(workers.map((worker) => worker.close()));
     await Promise.all([...queues.values()].map((q) => q.close()));
     mailer?.close();

@@ -187,14 +187,23 @@ describe('abuse limits and unavailable Redis', () => {
     }
   });
 
-  test('with Redis unreachable, ingest answers 503 with Retry-After within a second', async () => {
-    const down = await startHarness({ REDIS_URL: 'redis://127.0.0.1:1' });
+  test('with Redis unreachable and the disk spool full, ingest answers 503 with Retry-After within a second, and /readyz says why', async () => {
+    const down = await startHarness({ REDIS_URL: 'redis://127.0.0.1:1', INGEST_SPOOL_MAX_MB: '0.0005' });
     try {
       const started = Date.now();
-      const reply = await down.ingest.request('POST', envelopePath(project), envelope({}, [{ type: 'event', payload: errorEvent() }]));
+      const reply = await down.ingest.request('POST', envelopePath(project), envelope({}, [{ type: 'event', payload: errorEvent({ extra: { padding: 'x'.repeat(1000) } }) }]));
       expect(Date.now() - started).toBeLessThan(1000);
       expect(reply.status).toBe(503);
+      expect(reply.body).toMatchObject({ code: 'not_ready', message: expect.stringMatching(/spool is full/) });
       expect(reply.headers.get('retry-after')).toMatch(/^\d+$/);
+      const ready = await down.ingest.get('/readyz');
+      expect(ready.status).toBe(503);
+      expect(ready.body.checks).toEqual(
+        expect.arrayContaining([
+          expect.objectContaining({ name: 'spool', status: 'down', error: expect.stringMatching(/disk spool is full/) }),
+          expect.objectContaining({ name: 'redis', status: 'down', required: false }),
+        ]),
+      );
     } finally {
       await down.close();
     }

@@ -40,8 +40,7 @@ async function batched(kind: string, service: string, count: number): Promise<an
   return eventually(async () => {
     const jobs = await queue.getJobs(['waiting', 'prioritized', 'delayed']);
     const records = jobs
-      .filter((job) => job.name === kind)
-      .flatMap((job) => job.data.items as { projectId: string; record: any }[])
+      .flatMap((job) => (job.data.records[kind] ?? []) as { projectId: string; record: any }[])
       .filter((item) => item.projectId === project.id && item.record.service === service)
       .map((item) => item.record);
     return records.length >= count ? records : undefined;

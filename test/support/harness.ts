@@ -74,7 +74,7 @@ export async function startHarness(env: Record<string, string> = {}, options: { 
   await connectTestDatabase(logger);
   const redis = createRedis(config.REDIS_URL!, 'fast', logger);
   await redisReady(redis, 2000);
-  const ingestApp = createIngestApp({ config, logger, redis });
+  const ingestApp = await createIngestApp({ config, logger, redis });
   const servers: RunningServer[] = [
     await listen(createApiApp({ config, logger, redis }), 0, '127.0.0.1'),
     await listen(ingestApp.app, 0, '127.0.0.1'),

@@ -1,20 +1,22 @@
 import { Router } from 'express';
 import { AppError } from '../errors.js';
 
-export type ReadinessChecks = Record<string, () => Promise<void>>;
+/** A check passes unless it throws; what it returns (figures such as the ingest spool's) is shown beside its status. */
+export type ReadinessCheck = () => Promise<void | Record<string, unknown>>;
+export type ReadinessChecks = Record<string, ReadinessCheck>;
 
 const CHECK_TIMEOUT_MS = 2000;
 
-async function runCheck(name: string, check: () => Promise<void>) {
+async function runCheck(name: string, check: ReadinessCheck) {
   let timer: NodeJS.Timeout | undefined;
   try {
-    await Promise.race([
+    const details = await Promise.race([
       check(),
       new Promise((_, reject) => {
         timer = setTimeout(() => reject(new Error('timed out')), CHECK_TIMEOUT_MS);
       }),
     ]);
-    return { name, status: 'ok' as const };
+    return { name, status: 'ok' as const, ...(details as Record<string, unknown> | undefined) };
   } catch (error) {
     return { name, status: 'down' as const, error: (error as Error).message };
   } finally {
@@ -26,7 +28,7 @@ async function runCheck(name: string, check: () => Promise<void>) {
  * What `/readyz` says of a feature that does not decide readiness: off (with why), or a check whose
  * failure is reported without taking the process out of service (email: alerts wait and retry).
  */
-export type OptionalCheck = { off: string } | (() => Promise<void>);
+export type OptionalCheck = { off: string } | ReadinessCheck;
 
 /** `/healthz` answers while the process runs; `/readyz` only while every dependency answers. */
 export function healthRouter(checks: ReadinessChecks, optional: Record<string, OptionalCheck> = {}): Router {

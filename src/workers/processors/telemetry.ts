@@ -10,7 +10,7 @@ import { ingestSessions } from '../../shared/features/releases/service.js';
 import { ingestReplayEvents, ingestReplayRecordings } from '../../shared/features/replays/service.js';
 import { ingestSpans } from '../../shared/features/traces/service.js';
 import { countUsage } from '../../shared/features/usage/service.js';
-import { telemetryJobs, type TelemetryBatch } from '../../shared/queues.js';
+import { jobs, TELEMETRY_JOB, telemetryParts, type TelemetryBatch } from '../../shared/queues.js';
 import type { RecordKind } from '../../shared/telemetry/records.js';
 
 type Handlers = { [K in RecordKind]: (batch: TelemetryBatch<K>, batchId: string) => Promise<void> };
@@ -32,17 +32,31 @@ function handlers(blobs: BlobStore): Handlers {
   };
 }
 
+/**
+ * A huge request's records are stored in parts of at most this many, each with a batch id of its own
+ * derived from the job's, so a retry of the job repeats exactly the same parts.
+ */
+const PART_SIZE = 500;
+
 export function telemetryProcessor(blobs: BlobStore) {
   const byKind = handlers(blobs);
   return async (job: Job) => {
-    const kind = job.name as RecordKind;
-    const schema = telemetryJobs[kind];
-    if (!schema) throw new UnrecoverableError(`unknown telemetry job ${job.name}`);
-    const batch = schema.safeParse(job.data);
-    if (!batch.success) throw new UnrecoverableError(`malformed ${kind} batch: ${batch.error.issues[0]?.message}`);
-    // Job ids restart if Redis is ever emptied; with the creation time the batch id stays unique.
-    const batchId = `${job.id}@${job.timestamp}`;
-    await (byKind[kind] as (batch: unknown, batchId: string) => Promise<void>)(batch.data, batchId);
-    await countUsage(kind, batch.data.items, batchId);
+    const records = jobs.telemetry[TELEMETRY_JOB].safeParse(job.name === TELEMETRY_JOB ? job.data : undefined);
+    if (!records.success) throw new UnrecoverableError(`malformed telemetry job ${job.name}: ${records.error.issues[0]?.message}`);
+    // Every part is checked before any is stored: a job is stored whole or not at all.
+    const parts = Object.entries(records.data.records).map(([kind, items]) => {
+      const batch = telemetryParts[kind as RecordKind].safeParse({ items });
+      if (!batch.success) throw new UnrecoverableError(`malformed ${kind} records: ${batch.error.issues[0]?.message}`);
+      return [kind as RecordKind, batch.data.items] as const;
+    });
+    for (const [kind, items] of parts) {
+      for (let start = 0; start < items.length; start += PART_SIZE) {
+        const part = items.slice(start, start + PART_SIZE);
+        // ingest gives each job a random id, kept when a spooled job is replayed
+        const batchId = `${job.id}/${kind}/${start / PART_SIZE}`;
+        await (byKind[kind] as (batch: unknown, batchId: string) => Promise<void>)({ items: part }, batchId);
+        await countUsage(kind, part, batchId);
+      }
+    }
   };
 }
