@@ -1,4 +1,6 @@
 /** How the telemetry features write a batch: unordered bulk writes on the native collection, idempotent by unique keys. */
+import { randomBytes } from 'node:crypto';
+import type { Redis } from 'ioredis';
 import { Schema, Types, model, mongo } from 'mongoose';
 import { store } from '../clients/mongo.js';
 import { isDuplicateKey } from '../errors.js';
@@ -61,16 +63,59 @@ export async function insertNew<T extends mongo.Document>(collection: mongo.Coll
  * transaction, so two updates of one document at once lose one of them (eight clients each sending
  * 100 `$inc` to one document left 513 on PostgreSQL and fewer on SQLite). Against FerretDB, this
  * process therefore takes the writes to one document one at a time; MongoDB's updates are atomic.
- * Several processes writing the same document through FerretDB can still lose updates, so on
- * FerretDB one process runs the workers (docs/performance.md).
+ * Processes writing the same documents (two workers, or an api and a worker) take each turn in Redis
+ * as well once `shareWriteTurns` is called (see `redisTurn`).
  */
 const documentQueues = new Map<string, Promise<unknown>>();
+
+/** A turn at one document shared by every process, or undefined to rely on this process's turns. */
+type SharedTurn = <T>(key: string, write: () => Promise<T>) => Promise<T>;
+let sharedTurn: SharedTurn | undefined;
+
+/** How long a process may hold a document's turn before others take it anyway (a process that died holding it). */
+const TURN_TTL_MS = 10_000;
+/** How soon a process waiting for a turn asks again. */
+const TURN_POLL_MS = 5;
+const RELEASE_TURN = "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
+
+/**
+ * A turn taken with SET NX in Redis under the key prefix, released only by its holder. With Redis
+ * unreachable the write goes ahead on this process's turn alone, as it did before processes shared turns.
+ */
+function redisTurn(redis: Redis, prefix: string): SharedTurn {
+  return async (key, write) => {
+    const lock = `${prefix}:turn:${key}`;
+    const token = randomBytes(12).toString('hex');
+    let held = false;
+    try {
+      for (;;) {
+        held = (await redis.set(lock, token, 'PX', TURN_TTL_MS, 'NX')) === 'OK';
+        if (held) break;
+        await new Promise((resolve) => setTimeout(resolve, TURN_POLL_MS));
+      }
+    } catch {
+      held = false;
+    }
+    try {
+      return await write();
+    } finally {
+      if (held) await redis.eval(RELEASE_TURN, 1, lock, token).catch(() => undefined);
+    }
+  };
+}
+
+/** From now on this process's writes to one document wait for other processes' too (against FerretDB only). */
+export function shareWriteTurns(redis: Redis, prefix: string): void {
+  sharedTurn = redisTurn(redis, prefix);
+}
 
 export async function oneAtATime<T>(collection: string, id: unknown, write: () => Promise<T>): Promise<T> {
   if (!store.ferretdb) return write();
   const key = `${collection}\0${String(id)}`;
   const previous = documentQueues.get(key) ?? Promise.resolve();
-  const turn = previous.then(write, write);
+  const shared = sharedTurn;
+  const ours = shared ? () => shared(`${collection}:${String(id)}`, write) : write;
+  const turn = previous.then(ours, ours);
   const settled = turn.then(
     () => undefined,
     () => undefined,
