@@ -4,7 +4,8 @@ import type { Redis } from 'ioredis';
 import { AppError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
 import { TELEMETRY_JOB, type TelemetryRecords } from '../shared/queues.js';
-import type { RecordKind, Stamped } from '../shared/telemetry/records.js';
+import { categoryOfKind } from '../shared/features/usage/plan.js';
+import type { OutcomeRecord, RecordKind, Stamped } from '../shared/telemetry/records.js';
 import { SpoolFullError, type DiskSpool } from './spool.js';
 
 interface Group {
@@ -33,6 +34,22 @@ export interface BatcherOptions {
   maxWaitMs: number;
   /** Spooled batches older than this are discarded at replay instead of queued. */
   spoolMaxAgeMs: number;
+}
+
+/** What an expired batch would have counted as, per project: its dropped items for the usage figures. */
+function expiredOutcomes(records: TelemetryRecords): Stamped<OutcomeRecord>[] {
+  const outcomes = new Map<string, Stamped<OutcomeRecord>>();
+  for (const [kind, list] of Object.entries(records) as [RecordKind, Stamped<unknown>[]][]) {
+    const category = kind === 'sessions' ? 'sessions' : categoryOfKind.get(kind);
+    if (!category) continue;
+    for (const { orgId, projectId } of list) {
+      const key = `${projectId}/${category}`;
+      const outcome = outcomes.get(key) ?? { orgId, projectId, record: { category, reason: 'spool_expired', quantity: 0 } };
+      outcome.record.quantity += 1;
+      outcomes.set(key, outcome);
+    }
+  }
+  return [...outcomes.values()];
 }
 
 /**
@@ -149,6 +166,8 @@ export class TelemetryBatcher {
             const records = (data as { records?: TelemetryRecords }).records ?? {};
             const counts = Object.fromEntries(Object.entries(records).map(([kind, list]) => [kind, list?.length ?? 0]));
             this.logger.error({ id, ageMs, counts }, 'discarding a spooled batch older than INGEST_SPOOL_MAX_AGE_HOURS');
+            const outcomes = expiredOutcomes(records);
+            if (outcomes.length > 0) await this.add(`${id}-expired`, { records: { outcomes } });
           },
           corrupt: (name, error) => this.logger.error({ err: error, name, dir: this.spool.dir }, 'a spooled batch no longer parses; moved aside as .corrupt'),
         },

@@ -166,6 +166,44 @@ describe('GET /v1/usage', () => {
     expect(usedOf(usage, 'feedback')).toBe(1);
   });
 
+  test('items dropped from accepted requests are counted by category and reason, apart from what was used', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const kept = errorEvent();
+    // one valid event beside an event that is not JSON, one over the 1 MiB event limit, and a log container holding a number
+    const body = envelope({ event_id: kept.event_id }, [
+      { type: 'event', payload: kept },
+      { type: 'event', payload: '{"event_id": ' },
+      { type: 'event', payload: JSON.stringify(errorEvent({ extra: { blob: 'x'.repeat(1024 * 1024) } })) },
+      { type: 'log', payload: { items: [7] } },
+    ]);
+    await sentry(project, body);
+    // an OTLP export with one good span and one whose ids are malformed
+    const traceId = hex(16);
+    const spans = otlpTraces({ api: [{ traceId, id: hex(8), name: 'GET /', kind: 'server', startMs: Date.now() - 10, durationMs: 5 }] });
+    const exported = spans.resourceSpans[0]!.scopeSpans[0]!.spans;
+    exported.push({ ...exported[0]!, spanId: 'not-hex' });
+    await otlp(project, 'traces', spans);
+
+    const usage = await eventually(async () => {
+      const reply = (await owner.client.get(`/v1/usage?project=${project.id}`)).body;
+      return reply.dropped.length === 4 && usedOf(reply, 'spans') === 1 ? reply : undefined;
+    }, 'the dropped items counted');
+    const expected = [
+      { category: 'errors', reason: 'invalid', quantity: 1 },
+      { category: 'errors', reason: 'too_large', quantity: 1 },
+      { category: 'logs', reason: 'invalid', quantity: 1 },
+      { category: 'spans', reason: 'invalid', quantity: 1 },
+    ];
+    expect(usage.dropped).toEqual(expected);
+    expect(usage.projects).toEqual([expect.objectContaining({ project_id: project.id, dropped: expected })]);
+    expect(usedOf(usage, 'errors')).toBe(1);
+    expect(usedOf(usage, 'logs')).toBe(0);
+    // the organisation's totals hold them too, and projects that dropped nothing list none
+    const all = (await owner.client.get('/v1/usage')).body;
+    expect(all.dropped).toEqual(expected);
+    expect(all.projects.find((p: { project_id: string }) => p.project_id === shop.id).dropped).toEqual([]);
+  });
+
   test('a DSN cannot read usage (403); no credential is 401', async () => {
     const dsn = await h.api.with({ authorization: `DSN ${shop.publicKey}` }).get('/v1/usage');
     expect([dsn.status, dsn.body.code]).toEqual([403, 'forbidden']);

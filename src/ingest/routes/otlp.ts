@@ -71,7 +71,8 @@ export function otlpRouter(ctx: IngestContext): Router {
       const { records, rejected, errors } = decode(signal, body, contentType);
       const kept = Object.values(records).reduce((sum, list) => sum + list.length, 0);
       if (kept === 0 && rejected > 0) throw new AppError('invalid_request', `none of the ${rejected} ${signal} items could be stored: ${errors.join('; ')}`);
-      await enqueueRecords(ctx, dsn, records);
+      const outcomes = rejected > 0 ? [{ category: signal === 'traces' ? 'spans' : signal, reason: 'invalid', quantity: rejected } as const] : [];
+      await enqueueRecords(ctx, dsn, { ...records, outcomes });
       res.type(mediaType).send(exportResponse(signal, contentType, rejected, errors.join('; ')));
     });
   }

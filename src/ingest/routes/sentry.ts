@@ -20,13 +20,13 @@ export function sentryRouter(ctx: IngestContext): Router {
     const early = requestKey(req) ? await authorizeDsn(ctx, req, res, { projectNumber }) : undefined;
     const envelope = parseEnvelope(await readBody(req));
     const dsn = early ?? (await authorizeDsn(ctx, req, res, { envelopeHeader: envelope.header, projectNumber }));
-    const { records, eventId, dropped } = await normalizeEnvelope(envelope, { nowMs: Date.now(), replayCapture: dsn.replayCapture });
+    const { records, eventId, dropped, outcomes } = await normalizeEnvelope(envelope, { nowMs: Date.now(), replayCapture: dsn.replayCapture });
     // Items of kinds Sluice does not keep (client reports…) are skipped quietly; invalid ones are only
     // refused when nothing else could be stored, so one bad item never costs the rest.
     if (dropped > 0 && Object.values(records).every((list) => list.length === 0)) {
       throw new AppError('invalid_request', `none of the envelope's items could be stored: ${dropped} ${dropped === 1 ? 'item was' : 'items were'} invalid (not JSON of their type, a missing or malformed id, or over their size limit)`);
     }
-    await enqueueRecords(ctx, dsn, records);
+    await enqueueRecords(ctx, dsn, { ...records, outcomes });
     res.json(eventId ? { id: eventId } : {});
   });
 
@@ -42,8 +42,9 @@ export function sentryRouter(ctx: IngestContext): Router {
       throw new AppError('invalid_request', 'the event is not valid JSON');
     }
     if (!event || typeof event !== 'object' || Array.isArray(event)) throw new AppError('invalid_request', 'the event must be a JSON object');
-    const { records, eventId } = normalizeStoreEvent(event as Record<string, unknown>, Date.now());
-    await enqueueRecords(ctx, dsn, records);
+    const { records, eventId, dropped, outcomes } = normalizeStoreEvent(event as Record<string, unknown>, Date.now());
+    if (dropped > 0 && Object.values(records).every((list) => list.length === 0)) throw new AppError('invalid_request', 'the event could not be stored: it is not a valid event or is nested too deep');
+    await enqueueRecords(ctx, dsn, { ...records, outcomes });
     res.json({ id: eventId });
   });
 

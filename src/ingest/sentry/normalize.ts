@@ -6,6 +6,7 @@ import {
   recordKinds,
   recordSchemas,
   type Attributes,
+  type OutcomeRecord,
   type RecordKind,
   type RecordOf,
   type SessionRecord,
@@ -53,6 +54,8 @@ export interface NormalizedEnvelope {
   eventId: string | undefined;
   /** Items and records that were invalid or over a size limit. */
   dropped: number;
+  /** The same, by what they would have counted as and why, for the usage figures. */
+  outcomes: OutcomeRecord[];
   /** Items left aside by design: attachments, client reports, profiles, unknown types, replays when capture is off. */
   skipped: number;
 }
@@ -83,6 +86,9 @@ interface Context {
   records: NormalizedRecords;
   firstEventId: string | undefined;
   dropped: number;
+  /** What the item being read would count as, for its outcomes. */
+  category: OutcomeRecord['category'];
+  outcomes: Map<string, OutcomeRecord>;
   skipped: number;
 }
 
@@ -92,7 +98,7 @@ export async function normalizeEnvelope(envelope: Envelope, options: { nowMs: nu
   const trace = objectOf(envelope.header.trace);
   const ctx = contextOf(options.nowMs, envelopeEventId || undefined, stringOf(trace.release), stringOf(trace.environment));
   for (const item of envelope.items) await normalizeItem(item, ctx, options.replayCapture);
-  return { records: ctx.records, eventId: ctx.envelopeEventId ?? ctx.firstEventId, dropped: ctx.dropped, skipped: ctx.skipped };
+  return { records: ctx.records, eventId: ctx.envelopeEventId ?? ctx.firstEventId, dropped: ctx.dropped, outcomes: [...ctx.outcomes.values()], skipped: ctx.skipped };
 }
 
 /** A legacy `/api/{project}/store/` event: an error, or a transaction when its `type` says so. */
@@ -100,12 +106,12 @@ export function normalizeStoreEvent(event: Record<string, unknown>, nowMs: numbe
   const ctx = contextOf(nowMs, undefined, undefined, undefined);
   if (nestedTooDeep(event)) drop(ctx);
   else normalizeEvent(event, 'event', ctx);
-  return { records: ctx.records, eventId: ctx.firstEventId ?? randomId(), dropped: ctx.dropped, skipped: ctx.skipped };
+  return { records: ctx.records, eventId: ctx.firstEventId ?? randomId(), dropped: ctx.dropped, outcomes: [...ctx.outcomes.values()], skipped: ctx.skipped };
 }
 
 function contextOf(nowMs: number, envelopeEventId: string | undefined, release: string | undefined, environment: string | undefined): Context {
   const records = Object.fromEntries(recordKinds.map((kind) => [kind, []])) as unknown as NormalizedRecords;
-  return { nowMs, envelopeEventId, release, environment, records, firstEventId: undefined, dropped: 0, skipped: 0 };
+  return { nowMs, envelopeEventId, release, environment, records, firstEventId: undefined, dropped: 0, category: 'errors', outcomes: new Map(), skipped: 0 };
 }
 
 type Reader = (payload: Json, ctx: Context) => void;
@@ -131,8 +137,25 @@ const containerItems = new Map<string, [item: Reader, single?: Reader]>([
 
 const replayItems = new Set(['replay_event', 'replay_recording']);
 
+/** What each item type's records count as in the usage figures (and so in its outcomes). */
+const categoryOfItem = new Map<string, OutcomeRecord['category']>([
+  ['event', 'errors'],
+  ['transaction', 'spans'],
+  ['span', 'spans'],
+  ['feedback', 'feedback'],
+  ['user_report', 'feedback'],
+  ['check_in', 'checkins'],
+  ['session', 'sessions'],
+  ['sessions', 'sessions'],
+  ['replay_event', 'replays'],
+  ['replay_recording', 'replays'],
+  ['log', 'logs'],
+  ['trace_metric', 'metrics'],
+]);
+
 async function normalizeItem(item: EnvelopeItem, ctx: Context, replayCapture: boolean): Promise<void> {
   const type = item.header.type;
+  ctx.category = categoryOfItem.get(type) ?? 'errors';
   const readObject = objectItems.get(type);
   const readContainer = containerItems.get(type);
   if (replayItems.has(type) && !replayCapture) ctx.skipped += 1;
@@ -148,7 +171,7 @@ async function normalizeItem(item: EnvelopeItem, ctx: Context, replayCapture: bo
 /** The item's JSON object, or undefined (counted) when it is over its size limit, not a JSON object or nested too deep. */
 function jsonOf(item: EnvelopeItem, ctx: Context): Json | undefined {
   const max = maxPayloadBytes.get(item.header.type);
-  if (max !== undefined && item.payload.length > max) return drop(ctx);
+  if (max !== undefined && item.payload.length > max) return drop(ctx, 1, 'too_large');
   let payload: Json;
   try {
     payload = parseJsonItem(item);
@@ -692,8 +715,12 @@ function keep<K extends RecordKind>(ctx: Context, kind: K, record: RecordOf<K>):
   else drop(ctx);
 }
 
-function drop(ctx: Context, count = 1): undefined {
+function drop(ctx: Context, count = 1, reason: OutcomeRecord['reason'] = 'invalid'): undefined {
   ctx.dropped += count;
+  const key = `${ctx.category}/${reason}`;
+  const outcome = ctx.outcomes.get(key) ?? { category: ctx.category, reason, quantity: 0 };
+  outcome.quantity += count;
+  ctx.outcomes.set(key, outcome);
   return undefined;
 }
 

@@ -244,6 +244,19 @@ export type FeedbackRecord = z.infer<typeof feedbackRecord>;
 export type ReplayEventRecord = z.infer<typeof replayEventRecord>;
 export type ReplayRecordingRecord = z.infer<typeof replayRecordingRecord>;
 
+/** What a dropped item would have counted as: a usage category, or sessions (release health). */
+export const outcomeCategories = ['errors', 'spans', 'logs', 'metrics', 'replays', 'checkins', 'feedback', 'sessions'] as const;
+/** Why: not valid for its type, over its size limit, or spooled longer than INGEST_SPOOL_MAX_AGE_HOURS. */
+export const outcomeReasons = ['invalid', 'too_large', 'spool_expired'] as const;
+
+/** Items of an accepted request that could not be stored, counted (Relay's outcomes) for the usage figures. */
+const outcomeRecord = z.object({
+  category: z.enum(outcomeCategories),
+  reason: z.enum(outcomeReasons),
+  quantity: z.number().int().positive(),
+});
+export type OutcomeRecord = z.infer<typeof outcomeRecord>;
+
 /** Every record kind a batch can carry, each with its schema. */
 export const recordSchemas = {
   errors: errorEventRecord,
@@ -255,6 +268,7 @@ export const recordSchemas = {
   feedback: feedbackRecord,
   replay_events: replayEventRecord,
   replay_recordings: replayRecordingRecord,
+  outcomes: outcomeRecord,
 } as const;
 
 export type RecordKind = keyof typeof recordSchemas;

@@ -9,7 +9,7 @@ import { ingestMetricPoints } from '../../shared/features/metrics/service.js';
 import { ingestSessions } from '../../shared/features/releases/service.js';
 import { ingestReplayEvents, ingestReplayRecordings } from '../../shared/features/replays/service.js';
 import { ingestSpans } from '../../shared/features/traces/service.js';
-import { countUsage } from '../../shared/features/usage/service.js';
+import { countDropped, countUsage } from '../../shared/features/usage/service.js';
 import { jobs, TELEMETRY_JOB, telemetryParts, type TelemetryBatch } from '../../shared/queues.js';
 import type { RecordKind } from '../../shared/telemetry/records.js';
 
@@ -29,6 +29,7 @@ function handlers(blobs: BlobStore): Handlers {
     sessions: ({ items }, batchId) => ingestSessions(items, batchId),
     replay_events: ({ items }) => ingestReplayEvents(items),
     replay_recordings: ({ items }) => ingestReplayRecordings(items, blobs),
+    outcomes: ({ items }, batchId) => countDropped(items, batchId),
   };
 }
 
@@ -55,7 +56,7 @@ export function telemetryProcessor(blobs: BlobStore) {
         // ingest gives each job a random id, kept when a spooled job is replayed
         const batchId = `${job.id}/${kind}/${start / PART_SIZE}`;
         await (byKind[kind] as (batch: unknown, batchId: string) => Promise<void>)({ items: part }, batchId);
-        await countUsage(kind, part, batchId);
+        if (kind !== 'outcomes') await countUsage(kind, part, batchId);
       }
     }
   };

@@ -1,10 +1,10 @@
 import { Types } from 'mongoose';
 import type { z } from 'zod';
-import type { RecordKind, Stamped } from '../../telemetry/records.js';
+import type { OutcomeRecord, RecordKind, Stamped } from '../../telemetry/records.js';
 import { claimBatch, contentId, upsertAll } from '../../telemetry/storage.js';
 import { Project } from '../projects/model.js';
 import { namedProjects, projectFilter, rounded } from '../../views.js';
-import { Usage } from './model.js';
+import { DroppedUsage, Usage } from './model.js';
 import { categoryOfKind, usageCategories, type PlanIncluded, type UsageCategory } from './plan.js';
 import type { usageJson } from './schemas.js';
 
@@ -34,6 +34,41 @@ export async function countUsage(kind: RecordKind, items: Stamped<unknown>[], ba
   );
 }
 
+/** Counts a batch's dropped items per project, category, reason and UTC day, once per batch id. */
+export async function countDropped(items: Stamped<OutcomeRecord>[], batchId: string, now = new Date()): Promise<void> {
+  if (!(await claimBatch(batchId, 'dropped', now))) return;
+  const day = now.toISOString().slice(0, 10);
+  const counters = new Map<string, { orgId: string; projectId: string; category: string; reason: string; quantity: number }>();
+  for (const { orgId, projectId, record } of items) {
+    const key = `${projectId}/${record.category}/${record.reason}`;
+    const counter = counters.get(key) ?? { orgId, projectId, category: record.category, reason: record.reason, quantity: 0 };
+    counter.quantity += record.quantity;
+    counters.set(key, counter);
+  }
+  await upsertAll(
+    DroppedUsage.collection,
+    [...counters.values()].map(({ orgId, projectId, category, reason, quantity }) => ({
+      updateOne: {
+        filter: { _id: contentId('dropped', projectId, category, reason, day) },
+        update: { $setOnInsert: { orgId: new Types.ObjectId(orgId), projectId: new Types.ObjectId(projectId), category, reason, day }, $inc: { quantity } },
+        upsert: true,
+      },
+    })),
+  );
+}
+
+/** Sums counters into one list by category and reason, in a stable order. */
+function droppedList(counters: { category: string; reason: string; quantity?: number | null }[]) {
+  const sums = new Map<string, { category: OutcomeRecord['category']; reason: OutcomeRecord['reason']; quantity: number }>();
+  for (const { category, reason, quantity } of counters) {
+    const key = `${category}/${reason}`;
+    const sum = sums.get(key) ?? { category: category as OutcomeRecord['category'], reason: reason as OutcomeRecord['reason'], quantity: 0 };
+    sum.quantity += quantity ?? 0;
+    sums.set(key, sum);
+  }
+  return [...sums.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, sum]) => sum);
+}
+
 export const USAGE_CAVEAT =
   'Counted per UTC day as the workers accept records, so figures may lag ingestion by about a minute. ' +
   'Plan figures are for information only: exceeding them never throttles, samples or drops telemetry.';
@@ -58,9 +93,11 @@ export async function usageReport(
 ): Promise<z.input<typeof usageJson>> {
   const projectIds = await namedProjects(orgId, query.project);
   const period = billingPeriod(now);
-  const [counters, projects] = await Promise.all([
+  const days = { $gte: dayOf(period.start), $lt: dayOf(period.end) };
+  const [counters, droppedCounters, projects] = await Promise.all([
     // served by the prefix orgId (+ projectId) of the counters' unique index
-    Usage.find({ orgId, ...projectFilter(projectIds), day: { $gte: dayOf(period.start), $lt: dayOf(period.end) } }, { projectId: 1, category: 1, quantity: 1 }).lean(),
+    Usage.find({ orgId, ...projectFilter(projectIds), day: days }, { projectId: 1, category: 1, quantity: 1 }).lean(),
+    DroppedUsage.find({ orgId, ...projectFilter(projectIds), day: days }, { projectId: 1, category: 1, reason: 1, quantity: 1 }).lean(),
     Project.find({ orgId, ...(projectIds && { _id: { $in: projectIds } }) }, { name: 1 }).lean(),
   ]);
   const total = zeroes();
@@ -83,8 +120,14 @@ export async function usageReport(
       return { category, used: total[category], included, percent_used: included ? rounded((total[category] / included) * 100) : null };
     }),
     projects: [...byProject.entries()]
-      .map(([id, { name, used }]) => ({ project_id: id, name, categories: usageCategories.map((category) => ({ category, used: used[category] })) }))
+      .map(([id, { name, used }]) => ({
+        project_id: id,
+        name,
+        categories: usageCategories.map((category) => ({ category, used: used[category] })),
+        dropped: droppedList(droppedCounters.filter((counter) => counter.projectId.toHexString() === id)),
+      }))
       .sort((a, b) => (a.name ?? '\uffff').localeCompare(b.name ?? '\uffff') || a.project_id.localeCompare(b.project_id)),
+    dropped: droppedList(droppedCounters),
     caveat: USAGE_CAVEAT,
   };
 }
