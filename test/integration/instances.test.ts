@@ -26,9 +26,9 @@ import { eventually } from '../support/wait.js';
 const API_LIMIT = 30;
 const API_WINDOW_SECONDS = 10;
 const LOGIN_LIMIT = 3;
-const INGEST_LIMIT_PER_SECOND = 20;
+const INGEST_LIMIT_PER_SECOND = 8;
 /** Events sent to both ingest processes each second: under the per-DSN limit. */
-const EVENTS_PER_ROUND = 8;
+const EVENTS_PER_ROUND = 3;
 const PROBE_INTERVAL_SECONDS = 30;
 const MINUTE_MS = 60_000;
 
@@ -133,7 +133,7 @@ describe('rate limits are counted once for every process', () => {
 test('errors sent to both ingest processes, as an SDK retrying through a balancer, are stored once and counted once', async () => {
   const dsnProject: ProjectWithDsn = await projectWithDsn(owner, install.ingest[0]!.baseUrl);
   const users = ['ada', 'grace', 'edsger', 'barbara'];
-  const events = Array.from({ length: 48 }, (_, i) => errorEvent({ user: { id: users[i % users.length] }, extra: { order: i } }, { type: 'CheckoutError', value: 'payment declined' }));
+  const events = Array.from({ length: 24 }, (_, i) => errorEvent({ user: { id: users[i % users.length] }, extra: { order: i } }, { type: 'CheckoutError', value: 'payment declined' }));
   const post = (ingest: Client, event: Record<string, unknown>) =>
     ingest.request('POST', `/api/${dsnProject.number}/envelope/?sentry_key=${dsnProject.publicKey}`, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]));
   // a round a second, under the per-DSN limit: each event to both processes at once, so both workers count into the issue together
