@@ -14,12 +14,13 @@ const PARALLEL_HOURS = 4;
 const instant = z
   .string()
   .transform((value, ctx) => {
-    const time = /^\d+$/.test(value) ? Number(value) : Date.parse(value);
-    if (Number.isNaN(time)) {
+    const time = new Date(/^\d+$/.test(value) ? Number(value) : Date.parse(value));
+    // epoch milliseconds past what a Date holds (±8.64e15) make an invalid Date, as unparseable text does
+    if (Number.isNaN(time.getTime())) {
       ctx.addIssue({ code: 'custom', message: 'must be ISO-8601 or epoch milliseconds' });
       return z.NEVER;
     }
-    return new Date(time);
+    return time;
   })
   .meta({ description: 'ISO-8601 time or epoch milliseconds' });
 

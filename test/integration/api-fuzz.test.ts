@@ -111,12 +111,25 @@ function pathValue(name: string, schema: JsonSchema): Arbitrary<string> {
 
 const serialise = (value: unknown) => (typeof value === 'string' ? value : typeof value === 'object' && value !== null ? JSON.stringify(value) : String(value));
 
+/**
+ * `from` and `to`: ISO-8601 or epoch milliseconds in the last few days (a view reads each hour of its
+ * window, so a year-long one takes seconds), and edges: the epoch, the last date a Date holds, past it.
+ */
+const instant = () =>
+  fc.oneof(
+    fc.integer({ min: Date.now() - 3 * 86_400_000, max: Date.now() + 3_600_000 }).map((ms) => new Date(ms).toISOString()),
+    fc.integer({ min: Date.now() - 3 * 86_400_000, max: Date.now() }).map(String),
+    fc.constantFrom('0', '8640000000000000', '8640000000000001', '18446744073709552000', '2024-02-30T00:00:00Z', '-1', '1e3'),
+  );
+
 const projectIds = () => fc.constantFrom(...ids.projectID!);
 /** Properties and query parameters that name a project get real ids (ours and another organisation's) as often as not. */
 const overrides = (): Overrides => ({
   project_id: fc.oneof(projectIds(), fc.string()),
   project: fc.oneof(projectIds(), fc.array(projectIds(), { maxLength: 3 }), fc.string()),
   project_ids: fc.array(projectIds(), { maxLength: 3 }),
+  from: instant(),
+  to: instant(),
 });
 
 function queryPairs(operation: Operation): Arbitrary<[string, string][]> {
@@ -221,6 +234,18 @@ test('every operation in the OpenAPI document answers hostile requests with docu
   }
   expect(failures).toEqual([]);
 }, 110_000);
+
+test('a view asked for epoch milliseconds past what a date can hold answers 400, not 500', async () => {
+  for (const to of ['18446744073709552000', '8640000000000001']) {
+    const reply = await h.api.with({ bearer: ownerKey }).get(`/v1/endpoints/surges?to=${to}`);
+    expect({ to, status: reply.status, code: reply.body.code, details: reply.body.details }).toEqual({
+      to,
+      status: 400,
+      code: 'validation_failed',
+      details: [{ path: 'query.to', message: 'must be ISO-8601 or epoch milliseconds' }],
+    });
+  }
+});
 
 test('single sign-on and AI routes document the 501 they answer while switched off', async () => {
   const doc = (await h.api.get('/v1/openapi.json')).body;
