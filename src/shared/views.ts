@@ -7,6 +7,9 @@ import { inParallel } from './telemetry/storage.js';
 import { hourOf } from './telemetry/time-buckets.js';
 
 const DAY_MS = 86_400_000;
+/** The longest window a view reads: the longest retention (365 days) and a day. */
+const MAX_WINDOW_DAYS = 366;
+const MAX_WINDOW_MS = MAX_WINDOW_DAYS * DAY_MS;
 /** Hours of a window read at once. */
 const PARALLEL_HOURS = 4;
 
@@ -81,6 +84,10 @@ export async function viewScope(
   const to = query.to ?? new Date(now);
   const from = query.from ?? new Date(to.getTime() - DAY_MS);
   if (from > to) throw new AppError('validation_failed', '`from` is after `to`', { details: [{ path: 'query.from', message: 'after to' }] });
+  // a view reads per hour (or minute) of its window: an unbounded one (from=0) would run for hours
+  if (to.getTime() - from.getTime() > MAX_WINDOW_MS) {
+    throw new AppError('validation_failed', `the window is longer than ${MAX_WINDOW_DAYS} days`, { details: [{ path: 'query.from', message: `at most ${MAX_WINDOW_DAYS} days before to` }] });
+  }
   return { orgId, projectIds: await namedProjects(orgId, query.project), from, to };
 }
 
