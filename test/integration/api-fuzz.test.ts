@@ -259,6 +259,29 @@ test('a view asked for a window longer than a year (from the epoch, say) answers
   expect((await h.api.with({ bearer: ownerKey }).get(`/v1/services?from=${Date.now() - 86_400_000}`)).status).toBe(200);
 });
 
+test('keys starting with $ or holding dots are stored as plain data or refused with 400, and never change another document', async () => {
+  const client = h.api.with({ bearer: ownerKey });
+  const projectId = ids.projectID![0]!;
+  const bystander = await created(client, '/v1/uptime/monitors', { project_id: projectId, name: 'bystander', url: 'https://shop.example/a' });
+  const headers = { $where: 'sleep(100)', 'a.b': 'dotted', $set: 'plain' };
+  const monitor = await created(client, '/v1/uptime/monitors', { project_id: projectId, name: 'operators', url: 'https://shop.example/b', headers });
+  expect((await client.get(`/v1/uptime/monitors/${monitor.id}`)).body.headers).toEqual(headers);
+
+  for (const body of [{ name: { $gt: '' } }, { $set: { name: 'taken over' } }, { 'name.first': 'x' }, { headers: { 'a.b': { $ne: null } } }]) {
+    const reply = await client.patch(`/v1/uptime/monitors/${monitor.id}`, body);
+    expect({ body, status: reply.status, code: reply.body.code }).toEqual({ body, status: 400, code: 'validation_failed' });
+  }
+  expect((await client.get(`/v1/uptime/monitors/${monitor.id}`)).body).toEqual(expect.objectContaining({ name: 'operators', headers }));
+  expect((await client.get(`/v1/uptime/monitors/${bystander.id}`)).body).toEqual(expect.objectContaining({ name: 'bystander', headers: {} }));
+
+  for (const params of [{ $where: '1' }, { 'a.b': 1 }, { filter: { $gt: '' } }]) {
+    const reply = await client.post('/v1/dashboards', { name: 'operators', widgets: [{ title: 't', type: 'table', query: { view: 'issues', params }, layout: { x: 0, y: 0, w: 4, h: 2 } }] });
+    expect({ params, status: reply.status }).toEqual({ params, status: 400 });
+  }
+  const listed = await client.get(`/v1/issues?project[$ne]=${projectId}`);
+  expect({ status: listed.status, code: listed.body.code }).toEqual({ status: 400, code: 'invalid_request' });
+});
+
 test('single sign-on and AI routes document the 501 they answer while switched off', async () => {
   const doc = (await h.api.get('/v1/openapi.json')).body;
   for (const [path, code] of [['/v1/settings/sso', 'sso_unavailable'], ['/v1/investigations', 'ai_unavailable']] as const) {
