@@ -49,7 +49,7 @@ export function postgresProcesses(database: string): ProcessMemory[] {
   const backends = all.filter((p) => new RegExp(`^postgres: [^:]+: \\S+ ${database} `).test(p.args));
   const named = [
     ...(postmaster ? [{ pid: postmaster.pid, what: 'PostgreSQL postmaster' }] : []),
-    ...background.map((p) => ({ pid: p.pid, what: `PostgreSQL ${p.args.replace(/^postgres: [^:]+: /, '')}` })),
+    ...background.map((p) => ({ pid: p.pid, what: `PostgreSQL ${p.args.replace(/^postgres: [^:]+: /, '').trim()}` })),
     ...backends.map((p) => ({ pid: p.pid, what: `PostgreSQL backend of ${database}` })),
   ];
   // a backend may end between ps and /proc

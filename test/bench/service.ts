@@ -45,7 +45,7 @@ import { startCeilingServer, type CeilingServer } from './ceiling-server.js';
 import { startLoadGenerator, type LoadGenerator, type LoadResult } from './load-generator.js';
 import { ferretdbProcess, memoryOf, postgresProcesses, type ProcessMemory } from './memory.js';
 import { SPANS_PER_REQUEST, type Destination, type PayloadKind } from './payloads.js';
-import { drained, fill, Filler, finishedBatches, freshDatabase, listFromEnv, numberFromEnv, percentile, setUp, sleep, startService, timeReads, writeResults, type Latency, type Service, type Store } from './support.js';
+import { batchTimes, drained, fill, Filler, finishedBatches, freshDatabase, listFromEnv, numberFromEnv, percentile, setUp, sleep, startService, timeReads, writeResults, type Latency, type Service, type Store } from './support.js';
 
 const PARTS = new Set(listFromEnv('BENCH_PARTS', 'memory,accept,e2e,latency,reads'));
 const CONCURRENCIES = listFromEnv('BENCH_CONCURRENCIES', '1,8,32,128').map(Number);
@@ -88,6 +88,8 @@ interface EndToEnd {
   perSecond: number;
   ceilingPerSecond: number;
   ratio: number;
+  /** The workers' time per batch of this run (processedOn → finishedOn). */
+  batchMs: Latency & { batches: number };
 }
 
 interface OpenLoop {
@@ -178,14 +180,17 @@ async function storeCeiling(kind: PayloadKind, projectId: string, count: number)
 async function measureEndToEnd(service: Service, generator: LoadGenerator, results: Results) {
   for (const kind of ['sentry', 'otlp'] as const) {
     const { to, projectId } = await benchProject(service);
+    const since = Date.now();
     const requests = kind === 'sentry' ? E2E_RECORDS : Math.ceil(E2E_RECORDS / SPANS_PER_REQUEST);
     const load = await generator.run({ kind, to, requests, concurrency: E2E_CONCURRENCY });
     await drained(service.queue);
     const seconds = (Date.now() - load.startedAt) / 1000;
     const stored = await storedCount(kind, projectId);
     if (stored !== load.acceptedRecords) results.problems.push(`e2e ${kind}: ${load.acceptedRecords} ${recordName[kind]} accepted, ${stored} stored`);
+    const batches = (await batchTimes(service.queue, since)).get('all')!;
+    const batchMs = { p50: percentile(batches, 50), p95: percentile(batches, 95), batches: batches.length };
     const ceilingPerSecond = await storeCeiling(kind, projectId, stored);
-    const row = { kind, records: load.acceptedRecords, stored, seconds, perSecond: stored / seconds, ceilingPerSecond, ratio: stored / seconds / ceilingPerSecond };
+    const row = { kind, records: load.acceptedRecords, stored, seconds, perSecond: stored / seconds, ceilingPerSecond, ratio: stored / seconds / ceilingPerSecond, batchMs };
     results.endToEnd.push(row);
     console.log(`e2e ${kind}: ${stored} ${recordName[kind]} in ${seconds.toFixed(1)} s = ${row.perSecond.toFixed(0)}/s; store ceiling ${ceilingPerSecond.toFixed(0)}/s; ratio ${row.ratio.toFixed(2)}`);
   }
@@ -238,7 +243,7 @@ function table(results: Results): string {
     rows.push([`accept ${step.kind} ×${step.concurrency}`, `${fixed(ingest.perSecond)} req/s, p50 ${fixed(ingest.p50, 1)} / p99 ${fixed(ingest.p99, 1)} ms`, `ceiling ${fixed(ceiling.perSecond)} req/s, p50 ${fixed(ceiling.p50, 1)} / p99 ${fixed(ceiling.p99, 1)} ms`, `×${fixed(step.ratio, 2)} (≥ 0.6: ${verdict(step.ratio >= 0.6)})`]);
   }
   for (const row of results.endToEnd) {
-    rows.push([`end to end ${recordName[row.kind]}`, `${fixed(row.perSecond)}/s (${row.stored} in ${fixed(row.seconds, 1)} s)`, `store ceiling ${fixed(row.ceilingPerSecond)}/s`, `×${fixed(row.ratio, 2)} (≥ 0.5: ${verdict(row.ratio >= 0.5)})`]);
+    rows.push([`end to end ${recordName[row.kind]}`, `${fixed(row.perSecond)}/s (${row.stored} in ${fixed(row.seconds, 1)} s; ${row.batchMs.batches} batches, p50 ${fixed(row.batchMs.p50)} / p95 ${fixed(row.batchMs.p95)} ms each)`, `store ceiling ${fixed(row.ceilingPerSecond)}/s`, `×${fixed(row.ratio, 2)} (≥ 0.5: ${verdict(row.ratio >= 0.5)})`]);
   }
   if (results.halfRate) {
     const { load, queueLag, rate } = results.halfRate;
@@ -260,7 +265,14 @@ function table(results: Results): string {
   }
   if (results.memory) {
     const m = results.memory;
-    rows.push([`idle memory after ${m.settleSeconds} s`, `RSS ${fixed(m.rssMiB)} MiB (PSS ${fixed(m.pssMiB)} MiB)`, m.processes.map((p) => `${p.what} ${fixed(p.rssMiB)}`).join(', '), `< 500 MB: ${verdict(m.rssMiB * 1.048576 < 500)}`]);
+    const groups = new Map<string, { count: number; rssMiB: number; pssMiB: number }>();
+    for (const p of m.processes) {
+      const group = groups.get(p.what) ?? { count: 0, rssMiB: 0, pssMiB: 0 };
+      groups.set(p.what, { count: group.count + 1, rssMiB: group.rssMiB + p.rssMiB, pssMiB: group.pssMiB + p.pssMiB });
+    }
+    const parts = [...groups].map(([what, g]) => `${what}${g.count > 1 ? ` ×${g.count}` : ''} ${fixed(g.rssMiB)} (${fixed(g.pssMiB)})`).join(', ');
+    const mb = (mib: number) => mib * 1.048576;
+    rows.push([`idle memory after ${m.settleSeconds} s, RSS (PSS) MiB`, `RSS ${fixed(m.rssMiB)} MiB, PSS ${fixed(m.pssMiB)} MiB`, parts, `< 500 MB: RSS ${verdict(mb(m.rssMiB) < 500)}, PSS ${verdict(mb(m.pssMiB) < 500)}`]);
   }
   const lines = ['| figure | the service | beside it | ratio / target |', '|---|---|---|---|', ...rows.map((row) => `| ${row.join(' | ')} |`)];
   return lines.join('\n');
