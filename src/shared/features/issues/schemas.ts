@@ -93,6 +93,8 @@ export const eventJson = z.object({
   /** Oldest first, as Sentry orders a chain; each with its frames, crashing frame last. */
   exception: z.array(z.object({ type: z.string().nullable(), value: z.string().nullable(), mechanism: z.record(z.string(), z.unknown()).nullable(), frames: z.array(frameJson) })),
   contexts: z.record(z.string(), z.unknown()),
+  /** The event's `extra` (Sentry's "Additional data"), as sent. */
+  extra: z.record(z.string(), z.unknown()),
   request: z.record(z.string(), z.unknown()).nullable(),
   sdk: z.record(z.string(), z.unknown()).nullable(),
   /** Null without JavaScript frames to resolve; else whether every one was resolved through a source map (now, or when the event was read). */

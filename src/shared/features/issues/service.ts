@@ -394,6 +394,7 @@ function eventJsonOf(doc: ErrorEventDoc, event: Record<string, unknown> = obj(JS
       frames: (index === exceptions.length - 1 ? crashingFrames(sentry) : (exception.stacktrace?.frames ?? [])).map((frame) => frameJsonOf(frame as Record<string, unknown>)),
     })),
     contexts: obj(event.contexts) ?? {},
+    extra: obj(event.extra) ?? {},
     request: obj(event.request),
     sdk: obj(event.sdk),
     ...symbolicationOf(event),
