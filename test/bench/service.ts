@@ -29,8 +29,8 @@
  * BENCH_REQUESTS (requests per accept step, 2000), BENCH_E2E_RECORDS (10000), BENCH_E2E_CONCURRENCY (32),
  * BENCH_OPEN_SECONDS (30), BENCH_BURST_SECONDS (15), BENCH_RATE (sustainable events/s when e2e is not
  * run), BENCH_SIZES (10000,100000,1000000), BENCH_READ_REPEATS (20), BENCH_FILL_CONCURRENCY (16),
- * BENCH_SETTLE_SECONDS (30), BENCH_CPU_PROFILE (a directory: the ingest process writes a V8 CPU profile
- * there when it stops). A quick run (a few minutes):
+ * BENCH_SETTLE_SECONDS (30), BENCH_CPU_PROFILE (a directory: the ingest and workers processes write V8 CPU
+ * profiles into its ingest/ and workers/ folders when they stop). A quick run (a few minutes):
  *
  *   BENCH_REQUESTS=300 BENCH_E2E_RECORDS=2000 BENCH_OPEN_SECONDS=10 BENCH_BURST_SECONDS=5 \
  *   BENCH_SIZES=5000,20000 BENCH_READ_REPEATS=5 BENCH_SETTLE_SECONDS=10 npm run bench
@@ -292,7 +292,7 @@ async function main() {
   let ceiling: CeilingServer | undefined;
   let generator: LoadGenerator | undefined;
   try {
-    service = await startService(store, ['api', 'ingest', 'workers'], {}, CPU_PROFILE ? { ingest: ['--cpu-prof', `--cpu-prof-dir=${CPU_PROFILE}`] } : {});
+    service = await startService(store, ['api', 'ingest', 'workers'], {}, CPU_PROFILE ? Object.fromEntries((['ingest', 'workers'] as const).map((role) => [role, ['--cpu-prof', `--cpu-prof-dir=${CPU_PROFILE}/${role}`]])) : {});
     generator = startLoadGenerator();
     if (PARTS.has('memory')) await measureMemory(service, store, results);
     if (PARTS.has('accept')) {
