@@ -7,6 +7,8 @@ export default {
   },
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   testMatch: ['<rootDir>/test/**/*.test.ts'],
+  // the chaos suite stops and restarts servers for minutes: `npm run test:chaos` runs it on its own
+  testPathIgnorePatterns: ['/node_modules/', '<rootDir>/test/chaos/'],
   globalSetup: '<rootDir>/test/support/global-setup.mjs',
   testTimeout: 30000,
   reporters: ['default', '<rootDir>/test/support/summary-reporter.mjs'],
