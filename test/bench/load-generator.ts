@@ -120,9 +120,11 @@ export function startLoadGenerator(): LoadGenerator {
       new Promise((resolve, reject) => {
         const onExit = () => reject(new Error('the load generator exited'));
         child.once('exit', onExit);
-        child.once('message', (result) => {
+        child.once('message', (answer) => {
           child.off('exit', onExit);
-          resolve(result as LoadResult);
+          const { result, error } = answer as { result?: LoadResult; error?: string };
+          if (result) resolve(result);
+          else reject(new Error(`the load generator failed: ${error}`));
         });
         child.send(spec);
       }),
@@ -136,6 +138,9 @@ export function startLoadGenerator(): LoadGenerator {
 // As the child: one run per message, until the bench disconnects.
 if (process.send && process.argv[1] === fileURLToPath(import.meta.url)) {
   process.on('message', (spec: LoadRun) => {
-    void run(spec).then((result) => process.send!(result));
+    run(spec).then(
+      (result) => process.send!({ result }),
+      (error: unknown) => process.send!({ error: error instanceof Error ? error.stack : String(error) }),
+    );
   });
 }
