@@ -37,7 +37,6 @@ export async function createIngestApp({ config, logger, redis }: IngestAppOption
   const spool = await DiskSpool.open(config.INGEST_SPOOL_DIR, Math.floor(config.INGEST_SPOOL_MAX_MB * 1024 * 1024));
   const batcher = new TelemetryBatcher(queue, redis, spool, logger, {
     maxItems: config.INGEST_BATCH_SIZE,
-    maxWaitMs: config.INGEST_BATCH_WAIT_MS,
     spoolMaxAgeMs: config.INGEST_SPOOL_MAX_AGE_HOURS * 3_600_000,
   });
   const ctx: IngestContext = {

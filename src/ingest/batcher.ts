@@ -12,8 +12,15 @@ interface Group {
   records: TelemetryRecords;
   count: number;
   waiters: { resolve: () => void; reject: (error: unknown) => void }[];
-  timer: NodeJS.Timeout | undefined;
+  scheduled: boolean;
 }
+
+/**
+ * Batches written to Redis at once. While they are all under way, new records gather into the next
+ * batch; when one finishes, what gathered goes at once: batches grow with the load, and a request on
+ * an idle service waits for nothing but its own write.
+ */
+const MAX_WRITES_IN_FLIGHT = 2;
 
 /** How long a write to Redis may take before the batch goes to the disk spool instead. */
 const ADD_TIMEOUT_MS = 1000;
@@ -30,8 +37,8 @@ const JOB_OPTIONS = {
 } as const;
 
 export interface BatcherOptions {
+  /** A batch is written once this many records gather, even while the other writes are under way. */
   maxItems: number;
-  maxWaitMs: number;
   /** Spooled batches older than this are discarded at replay instead of queued. */
   spoolMaxAgeMs: number;
 }
@@ -53,8 +60,8 @@ function expiredOutcomes(records: TelemetryRecords): Stamped<OutcomeRecord>[] {
 }
 
 /**
- * Gathers the records of concurrent requests into one BullMQ job, written when `maxItems` are waiting
- * or `maxWaitMs` after the first. A request's records, of every kind, go into one job, so they are
+ * Gathers the records of concurrent requests into one BullMQ job (group commit: written as soon as a
+ * write slot is free, or when `maxItems` are waiting). A request's records, of every kind, go into one job, so they are
  * queued all together or not at all and a resent request never counts twice. `enqueue` resolves only
  * once the job is in Redis or, while Redis cannot take it, in the disk spool: a 200 means the data is
  * durable. Spooled jobs are replayed under the same job id when Redis returns (BullMQ keeps the first
@@ -63,6 +70,7 @@ function expiredOutcomes(records: TelemetryRecords): Stamped<OutcomeRecord>[] {
  */
 export class TelemetryBatcher {
   private group: Group | undefined;
+  private writesInFlight = 0;
   private replaying: Promise<void> | undefined;
   private readonly replayTimer: NodeJS.Timeout;
   private spooling = false;
@@ -86,14 +94,14 @@ export class TelemetryBatcher {
   enqueue(records: Partial<Record<RecordKind, Stamped<unknown>[]>>): Promise<void> {
     const lists = Object.entries(records).filter(([, list]) => list && list.length > 0) as [RecordKind, Stamped<unknown>[]][];
     if (lists.length === 0) return Promise.resolve();
-    const group = (this.group ??= { records: {}, count: 0, waiters: [], timer: undefined });
+    const group = (this.group ??= { records: {}, count: 0, waiters: [], scheduled: false });
     for (const [kind, list] of lists) {
       (group.records[kind] ??= []).push(...list);
       group.count += list.length;
     }
     const done = new Promise<void>((resolve, reject) => group.waiters.push({ resolve, reject }));
     if (group.count >= this.options.maxItems) void this.flush();
-    else group.timer ??= setTimeout(() => void this.flush(), this.options.maxWaitMs);
+    else this.schedule();
     return done;
   }
 
@@ -102,16 +110,29 @@ export class TelemetryBatcher {
     return this.spool.status();
   }
 
+  /** Flushes after the requests of this turn of the event loop have joined, if a write slot is free. */
+  private schedule(): void {
+    const group = this.group;
+    if (!group || group.scheduled || this.writesInFlight >= MAX_WRITES_IN_FLIGHT) return;
+    group.scheduled = true;
+    setImmediate(() => {
+      if (this.group === group) void this.flush();
+    });
+  }
+
   private async flush(): Promise<void> {
     const group = this.group;
     if (!group) return;
     this.group = undefined;
-    clearTimeout(group.timer);
+    this.writesInFlight += 1;
     try {
       await this.keep(`b${randomBytes(12).toString('hex')}`, { records: group.records });
       for (const waiter of group.waiters) waiter.resolve();
     } catch (error) {
       for (const waiter of group.waiters) waiter.reject(error);
+    } finally {
+      this.writesInFlight -= 1;
+      this.schedule();
     }
   }
 

@@ -67,10 +67,11 @@ const schema = z.object({
   INGEST_RATE_LIMIT_PER_SECOND: positiveInt.default(1000),
   /** How long an ingest process trusts its cached DSN lookup; revocation takes effect within this. */
   INGEST_DSN_CACHE_MS: positiveInt.max(5000).default(4000),
-  /** A batch job is written when this many records of one kind are waiting… */
+  /**
+   * Ingest writes a batch job as soon as a write to Redis is free, gathering requests while writes are
+   * under way; a batch is written without waiting once this many records have gathered.
+   */
   INGEST_BATCH_SIZE: positiveInt.default(500),
-  /** …or when the oldest has waited this long. */
-  INGEST_BATCH_WAIT_MS: positiveInt.default(20),
   /**
    * Where ingest keeps accepted batches while Redis cannot take them, replayed into the queue when it
    * returns; defaults to DATA_DIR/spool/<REDIS_PREFIX>. Each ingest process should have its own.
