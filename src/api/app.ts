@@ -52,6 +52,7 @@ import { mountRoutes, type AnyRoute } from './routing.js';
 import { usageRoutes } from './routes/usage.js';
 import { checkoutRoutes } from './routes/checkout.js';
 import { createPayments } from '../shared/clients/payments.js';
+import { shareWriteTurns } from '../shared/telemetry/storage.js';
 
 export const JSON_BODY_LIMIT = '1mb';
 
@@ -71,6 +72,8 @@ export interface ApiAppOptions {
 }
 
 export function createApiApp({ config, logger, redis, blobs = createBlobStore(config) }: ApiAppOptions): Express {
+  // check-ins, issue status changes and monitor edits write documents the workers count into too
+  shareWriteTurns(redis, config.REDIS_PREFIX);
   const deps: ApiDeps = {
     config,
     limits: createRateLimits(config, redis),
