@@ -149,13 +149,17 @@ async function createPostgresDatabase(adminUrl: string): Promise<{ url: string; 
   };
 }
 
-/** FerretDB 1.24, the binary jest's global setup built for the local store, with its state and SQLite files in a temp dir. */
+/**
+ * FerretDB 1.24, the binary jest's global setup built for the local store, on a PostgreSQL database of
+ * its own (dropped at close), or on SQLite files in a temp dir when PostgreSQL does not answer.
+ */
 export async function startOwnStore(): Promise<OwnStore> {
   const config = loadConfig();
   const binary = resolve(config.DATA_DIR, 'bin', 'ferretdb');
   const dir = mkdtempSync(join(tmpdir(), 'sluice-chaos-ferretdb-'));
   const port = await freePort();
-  const postgres = await createPostgresDatabase(config.LOCAL_POSTGRES_URL);
+  // LOCAL_STORE=sqlite insists on the SQLite backend, as it does for the local store
+  const postgres = config.LOCAL_STORE === 'sqlite' ? undefined : await createPostgresDatabase(config.LOCAL_POSTGRES_URL);
   // a small pool: the PostgreSQL server's connections are shared with the FerretDB the other test files use
   const handler = postgres
     ? ['--handler=postgresql', `--postgresql-url=${postgres.url}?pool_max_conns=24`]
