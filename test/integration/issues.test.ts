@@ -136,6 +136,24 @@ describe('the error processor after a crash and under concurrency', () => {
     await ingestErrorEvents([item(crashed)], 'batch-3');
     expect((await Issue.findOne({ errorType: 'CrashRecoveryError', projectId: new Types.ObjectId(project.id) }).lean())!.eventCount).toBe(1);
   });
+
+  test('a batch run again long after it counted (its worker died before the job was marked done) counts nothing twice', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const { Issue } = await import('../../src/shared/features/issues/model.js');
+    const batch = (events: number) =>
+      Array.from({ length: events }, () => {
+        const event = errorEvent({}, { type: 'LateRetryError' });
+        return { orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id, timeMs: Date.now(), event } };
+      });
+    const first = batch(2);
+    await ingestErrorEvents(first, 'late-1');
+    // more batches into the same issue than it ever remembered before
+    for (let n = 0; n < 70; n++) await ingestErrorEvents(batch(1), `late-next-${n}`);
+    await ingestErrorEvents(first, 'late-1');
+    const issue = (await Issue.findOne({ projectId: new Types.ObjectId(project.id) }).lean())!;
+    expect({ eventCount: issue.eventCount, remembered: issue.countedBatches }).toEqual({ eventCount: 72, remembered: [] });
+  }, 60_000);
 });
 
 describe('concurrent batches', () => {

@@ -220,6 +220,11 @@ appliedBatchSchema.index({ appliedAt: 1 });
 
 export const AppliedBatch = model('AppliedBatch', appliedBatchSchema, 'applied_batches');
 
+/** True when a batch was applied for a kind before (a retry asks before doing anything). */
+export async function batchApplied(batchId: string, kind: string): Promise<boolean> {
+  return (await AppliedBatch.exists({ batchId, kind })) !== null;
+}
+
 /** True the first time a batch is applied for a kind; false when it already was. */
 export async function claimBatch(batchId: string, kind: string, now = new Date()): Promise<boolean> {
   try {

@@ -7,7 +7,7 @@ import { AppError, isDuplicateKey, notFound } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor, paginate, parseId } from '../../paging.js';
 import type { ErrorEventRecord, Stamped } from '../../telemetry/records.js';
 import { scopeFilter, type ViewScope } from '../../views.js';
-import { claimBatch, contentId, inParallel, insertNew, oneAtATime, PARALLEL_WRITES } from '../../telemetry/storage.js';
+import { batchApplied, claimBatch, contentId, inParallel, insertNew, oneAtATime, PARALLEL_WRITES } from '../../telemetry/storage.js';
 import { recordEndUsers, userKeyOf, type SentUser } from '../users/service.js';
 import type { Symbolicator } from '../artifacts/symbolicate.js';
 import { crashingFrames, culprit, groupingHash, issueTitle, type SentryEventLike, type SentryExceptionLike } from './grouping.js';
@@ -112,12 +112,18 @@ function symbolicationOf(event: Record<string, unknown>) {
   return { symbolicated: marks.every((mark) => mark.status === 'resolved'), symbolication_errors: errors };
 }
 
-/** How many batch ids an issue remembers for retries; older ones are dropped (a retry comes within minutes). */
-const COUNTED_BATCHES_KEPT = 32;
+/**
+ * A batch's id stays on the issues it counted into until it has counted into all of them (see
+ * ingestErrorEvents), so an issue holds only the ids of batches in flight or cut short. Past twice
+ * this many, the oldest are dropped: a guard against ids left by batches that failed for good.
+ */
+const COUNTED_BATCHES_KEPT = 256;
+/** The claim a batch makes once it has counted into every issue of its events. */
+const ISSUES_COUNTED = 'issue-counts';
 
 /**
  * Counts a batch's events of one issue into it, once per batch: one upsert by the issue's derived
- * `_id`, guarded by the ids of the batches already counted into it, with the event and new-user
+ * `_id`, guarded by the ids of the batches counted into it and not yet done, with the event and new-user
  * counts, first/last seen and the newest event's details. Answers the issue as counted, or undefined
  * when this batch was counted into it before (a retry).
  */
@@ -277,6 +283,9 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
   if (inserted.length < prepared.length) for (const [id, page] of await storedByBatch(batchId)) pages.set(id, page);
   const toCount = prepared.filter((e) => pages.has(e._id.toHexString()));
   if (toCount.length === 0) return;
+  const issueIds = [...new Map(toCount.map((e) => [e.issueId.toHexString(), e.issueId])).values()];
+  // Events stored on an earlier attempt: if that attempt counted into every issue, only its ids are left to clear.
+  if (inserted.length < prepared.length && (await batchApplied(batchId, ISSUES_COUNTED))) return releaseCountedBatch(issueIds, batchId);
   // `$inc` cannot tell a retry: the release rollups take this batch's events once
   if (await claimBatch(batchId, 'release-errors')) {
     await countIntoReleases(toCount.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errorEvents: 1 } })));
@@ -306,6 +315,19 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
       await oneAtATime(Issue.collection.collectionName, issue._id, () => Issue.updateOne({ _id: issue._id, firstSeen: earliest.at }, { $set: { firstRelease: release } }));
     }
     await applyEventTransitions(issue, now);
+  });
+  // Claimed first, then cleared: a retry after either step finds the claim and counts nothing again.
+  await claimBatch(batchId, ISSUES_COUNTED);
+  await releaseCountedBatch(issueIds, batchId);
+}
+
+/**
+ * Takes a batch's id off the issues it counted into, once it counted into all of them. Until then the
+ * id stays however many batches follow, so a retry however late still finds what it counted.
+ */
+async function releaseCountedBatch(issueIds: Types.ObjectId[], batchId: string): Promise<void> {
+  await inParallel(issueIds, PARALLEL_WRITES, async (id) => {
+    await oneAtATime(Issue.collection.collectionName, id, () => Issue.updateOne({ _id: id }, { $pull: { countedBatches: batchId } }));
   });
 }
 
