@@ -28,6 +28,15 @@ async function refuse(ctx: IngestContext, req: Request, res: Response, error: Ap
 }
 
 /**
+ * A DSN that passed its checks, and the verdict of its abuse limit (rejecting with 429), which the
+ * route awaits once it has read the body: the limit's Redis round trip runs while the body arrives.
+ */
+export interface AdmittedDsn {
+  dsn: IngestDsn;
+  limit: Promise<void>;
+}
+
+/**
  * Resolves the key a client presented (any source Sentry or OTLP clients use), checks it is live and,
  * for Sentry routes, that it belongs to the project number in the path; then takes one point of the
  * DSN's abuse limit. Requests without a valid key count against their address instead.
@@ -37,7 +46,7 @@ export async function authorizeDsn(
   req: Request,
   res: Response,
   options: { envelopeHeader?: Record<string, unknown>; projectNumber?: number } = {},
-): Promise<IngestDsn> {
+): Promise<AdmittedDsn> {
   const key = sentryKeyFrom({ query: req.query as Record<string, unknown>, headers: req.headers, envelopeHeader: options.envelopeHeader });
   if (!key) return refuse(ctx, req, res, new AppError('unauthenticated', 'no DSN key: send sentry_key, X-Sentry-Auth or Authorization: Bearer <public key>'));
   let dsn: IngestDsn | undefined;
@@ -50,8 +59,10 @@ export async function authorizeDsn(
   if (options.projectNumber !== undefined && dsn.projectNumber !== options.projectNumber) {
     throw new AppError('forbidden', 'this DSN does not belong to that project');
   }
-  await consumeLimit(ctx.limiter, `dsn:${dsn.publicKey}`, res, sentryRateLimitHeader);
-  return dsn;
+  const limit = consumeLimit(ctx.limiter, `dsn:${dsn.publicKey}`, res, sentryRateLimitHeader);
+  // awaited by the route; until then a refusal must not count as unhandled
+  limit.catch(() => {});
+  return { dsn, limit };
 }
 
 /**

@@ -66,6 +66,16 @@ describe('Sentry envelope endpoint', () => {
     expect((await h.ingest.request('POST', `/api/abc/envelope/?sentry_key=${project.publicKey}`, body)).status).toBe(404);
   });
 
+  test('refusals are logged with their status and path, without the query that may carry a key; accepted requests are not logged at info', async () => {
+    const accepted = await h.ingest.request('POST', envelopePath(project), envelope({}, [{ type: 'event', payload: errorEvent() }]), { 'x-request-id': 'accepted-one' });
+    const refused = await h.ingest.request('POST', `/api/${project.number}/envelope/?sentry_key=${'c'.repeat(32)}`, envelope({}, [{ type: 'event', payload: errorEvent() }]), { 'x-request-id': 'refused-one' });
+    expect([accepted.status, refused.status]).toEqual([200, 403]);
+    const lines = h.logs.lines.map((line) => JSON.parse(line)).filter((line) => line.msg === 'ingest request');
+    expect(lines.find((line) => line.request_id === 'refused-one')).toMatchObject({ level: 30, method: 'POST', path: `/api/${project.number}/envelope/`, status: 403, ms: expect.any(Number) });
+    expect(lines.find((line) => line.request_id === 'accepted-one')).toBeUndefined();
+    expect(h.logs.text).not.toContain('c'.repeat(32));
+  });
+
   test('a revoked DSN is refused within 5 seconds', async () => {
     const fresh = await projectWithDsn(owner, h.ingest.baseUrl);
     const body = envelope({}, [{ type: 'event', payload: errorEvent() }]);

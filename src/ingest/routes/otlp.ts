@@ -66,8 +66,9 @@ export function otlpRouter(ctx: IngestContext): Router {
       const mediaType = (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
       const contentType = mediaTypes[mediaType];
       if (!contentType) throw new AppError('unsupported_media_type', 'OTLP/HTTP takes application/x-protobuf or application/json');
-      const dsn = await authorizeDsn(ctx, req, res);
+      const { dsn, limit } = await authorizeDsn(ctx, req, res);
       const body = await readBody(req, { maxCompressed: MAX_COMPRESSED, maxDecompressed: MAX_DECOMPRESSED });
+      await limit;
       const { records, rejected, errors } = decode(signal, body, contentType);
       const kept = Object.values(records).reduce((sum, list) => sum + list.length, 0);
       if (kept === 0 && rejected > 0) throw new AppError('invalid_request', `none of the ${rejected} ${signal} items could be stored: ${errors.join('; ')}`);

@@ -19,7 +19,8 @@ export function sentryRouter(ctx: IngestContext): Router {
     // SDKs put the key in the URL or a header: check it before reading up to 100 MiB of body.
     const early = requestKey(req) ? await authorizeDsn(ctx, req, res, { projectNumber }) : undefined;
     const envelope = parseEnvelope(await readBody(req));
-    const dsn = early ?? (await authorizeDsn(ctx, req, res, { envelopeHeader: envelope.header, projectNumber }));
+    const { dsn, limit } = early ?? (await authorizeDsn(ctx, req, res, { envelopeHeader: envelope.header, projectNumber }));
+    await limit;
     const { records, eventId, dropped, outcomes } = await normalizeEnvelope(envelope, { nowMs: Date.now(), replayCapture: dsn.replayCapture });
     // Items of kinds Sluice does not keep (client reports…) are skipped quietly; invalid ones are only
     // refused when nothing else could be stored, so one bad item never costs the rest.
@@ -33,8 +34,9 @@ export function sentryRouter(ctx: IngestContext): Router {
   // The legacy endpoint: one JSON event per request.
   router.post('/api/:projectNumber/store', async (req, res) => {
     const projectNumber = projectNumberOf(req.params.projectNumber);
-    const dsn = await authorizeDsn(ctx, req, res, { projectNumber });
+    const { dsn, limit } = await authorizeDsn(ctx, req, res, { projectNumber });
     const body = await readBody(req, { maxDecompressed: 1024 * 1024 });
+    await limit;
     let event: unknown;
     try {
       event = JSON.parse(body.toString('utf8'));
