@@ -2,8 +2,8 @@
  * The promise behind every 2xx from ingest: the data will be stored, exactly once, whatever fails.
  * The real service runs as separate processes (api, two ingest, two workers) on a Redis and a
  * FerretDB of this file's own. Under steady load, in turn: a worker process is killed (-9) while it
- * holds jobs, Redis restarts, FerretDB is down for 10 s, and an ingest process is stopped (SIGTERM)
- * and replaced. Once the load stops and the queue drains, every acknowledged event and span must be
+ * holds jobs (the survivor takes them back; then a new worker joins), Redis restarts, FerretDB is down
+ * for 10 s, and an ingest process is stopped (SIGTERM) and replaced. Once the load stops and the queue drains, every acknowledged event and span must be
  * stored once, the issues' counts a user reads must add up to the events stored, and no job may be
  * left failed or pending. Run with `npm run test:chaos` (not part of `npm test`).
  */
@@ -204,6 +204,10 @@ test('every event and span ingest acknowledged is stored exactly once through a 
   const replacement = await startIngest(join(spoolDir, 'a'));
   targets.push(replacement.url);
   faults.push(['ingest stopped (SIGTERM) in ms, exit code', [stoppedIn, exitCode]]);
+
+  // once the survivor has taken the dead worker's jobs back, a new worker process joins, as an orchestrator would start one
+  await waitFor(async () => stalled.size > 0, "the surviving worker to take back the dead worker's jobs", 30_000);
+  await start('workers').waitForLine('workers started', START_TIMEOUT_MS);
   // warnings and errors the stopped ingest logged while shutting down
   const lines = stoppedIngest.service.lines;
   const shutdownLines = lines.slice(lines.findIndex((line) => line.msg === 'shutting down')).filter((line) => (line.level as number) >= 40);
