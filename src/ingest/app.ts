@@ -66,6 +66,8 @@ export async function createIngestApp({ config, logger, redis }: IngestAppOption
 
   const app = express();
   app.disable('x-powered-by');
+  // answers are a few bytes no client revalidates: hashing each for an ETag is wasted work
+  app.disable('etag');
   app.set('trust proxy', config.TRUST_PROXY_HOPS);
   app.use(requestId);
   app.use(requestLog(logger));
