@@ -39,6 +39,7 @@ function parse(url: string, contentType: string, body: Buffer): unknown {
 
 export interface CeilingServer {
   baseUrl: string;
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -52,6 +53,7 @@ export async function startCeilingServer(): Promise<CeilingServer> {
   });
   return {
     baseUrl: `http://127.0.0.1:${port}`,
+    pid: child.pid!,
     stop: async () => {
       child.kill('SIGTERM');
       await exited;

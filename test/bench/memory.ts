@@ -22,6 +22,16 @@ export function memoryOf(pid: number, what: string): ProcessMemory {
   return { pid, what, rssMiB: kib(status, 'VmRSS') / 1024, pssMiB: kib(rollup, 'Pss') / 1024 };
 }
 
+/**
+ * CPU time a process has used so far (user + system), in ms: a figure of work done that, unlike
+ * requests per second, hardly moves when other processes compete for the cores.
+ */
+export function cpuMsOf(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  // utime and stime, the 14th and 15th fields of stat, in clock ticks (100 a second on Linux)
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+}
+
 /** Every process on the machine: pid and command line. */
 function processes(): { pid: number; args: string }[] {
   return execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })

@@ -12,6 +12,8 @@
  *   against the ingest service (the telemetry queue paused, so the workers do not share the CPU; what was
  *   queued is thrown away after) and against a bare node:http server that only reads, gunzips and parses
  *   the same bodies (ceiling-server.ts): the ratio is the service's share of the ceiling (target ≥ 0.6).
+ *   Beside it, the CPU time each process spent per request (from /proc), which another load on the
+ *   machine hardly moves, and the ceiling's CPU per request over the service's.
  * - e2e: BENCH_E2E_RECORDS error events, then as many spans, sent at BENCH_E2E_CONCURRENCY; records per
  *   second from the first request until the workers have stored them all and the queue is empty, and
  *   the store ceiling: the native driver's unordered insertMany of as many copies of a stored document
@@ -43,7 +45,7 @@ import { ErrorEvent } from '../../src/shared/features/issues/model.js';
 import { Span } from '../../src/shared/features/traces/model.js';
 import { startCeilingServer, type CeilingServer } from './ceiling-server.js';
 import { startLoadGenerator, type LoadGenerator, type LoadResult } from './load-generator.js';
-import { ferretdbProcess, memoryOf, postgresProcesses, type ProcessMemory } from './memory.js';
+import { cpuMsOf, ferretdbProcess, memoryOf, postgresProcesses, type ProcessMemory } from './memory.js';
 import { SPANS_PER_REQUEST, type Destination, type PayloadKind } from './payloads.js';
 import { batchTimes, drained, fill, Filler, finishedBatches, freshDatabase, listFromEnv, numberFromEnv, percentile, setUp, sleep, startService, timeReads, writeResults, type Latency, type Service, type Store } from './support.js';
 
@@ -78,6 +80,8 @@ interface AcceptStep {
   ceiling: LoadResult;
   ingest: LoadResult;
   ratio: number;
+  /** CPU ms each process spent per request it answered, and the ceiling's share of the service's. */
+  cpu: { ingestMs: number; ceilingMs: number; ratio: number };
 }
 
 interface EndToEnd {
@@ -134,6 +138,7 @@ async function measureMemory(service: Service, store: Store, results: Results) {
 }
 
 async function measureAccept(service: Service, ceiling: CeilingServer, generator: LoadGenerator, results: Results) {
+  const ingestPid = (service.processes.get('ingest') ?? service.processes.get('all'))!.pid!;
   for (const kind of ['sentry', 'otlp'] as const) {
     const { to } = await benchProject(service);
     const toCeiling = { ...to, baseUrl: ceiling.baseUrl };
@@ -142,12 +147,16 @@ async function measureAccept(service: Service, ceiling: CeilingServer, generator
       await generator.run({ kind, to: toCeiling, requests: WARM_UP, concurrency: 8 });
       await generator.run({ kind, to, requests: WARM_UP, concurrency: 8 });
       for (const concurrency of CONCURRENCIES) {
+        const ceilingCpu = cpuMsOf(ceiling.pid);
         const bare = await generator.run({ kind, to: toCeiling, requests: REQUESTS, concurrency });
+        const ceilingMs = (cpuMsOf(ceiling.pid) - ceilingCpu) / bare.sent;
+        const ingestCpu = cpuMsOf(ingestPid);
         const ingest = await generator.run({ kind, to, requests: REQUESTS, concurrency });
+        const ingestMs = (cpuMsOf(ingestPid) - ingestCpu) / ingest.sent;
         if (ingest.accepted !== ingest.sent) results.problems.push(`accept ${kind} at ${concurrency}: ${ingest.sent - ingest.accepted} of ${ingest.sent} not accepted (${JSON.stringify(ingest.statuses)})`);
-        const step = { kind, concurrency, ceiling: bare, ingest, ratio: ingest.perSecond / bare.perSecond };
+        const step = { kind, concurrency, ceiling: bare, ingest, ratio: ingest.perSecond / bare.perSecond, cpu: { ingestMs, ceilingMs, ratio: ceilingMs / ingestMs } };
         results.accept.push(step);
-        console.log(`accept ${kind} ×${concurrency}: ingest ${ingest.perSecond.toFixed(0)} req/s (p50 ${ingest.p50.toFixed(1)}, p99 ${ingest.p99.toFixed(1)} ms), ceiling ${bare.perSecond.toFixed(0)} req/s, ratio ${step.ratio.toFixed(2)}`);
+        console.log(`accept ${kind} ×${concurrency}: ingest ${ingest.perSecond.toFixed(0)} req/s (p50 ${ingest.p50.toFixed(1)}, p99 ${ingest.p99.toFixed(1)} ms, ${ingestMs.toFixed(3)} CPU ms each), ceiling ${bare.perSecond.toFixed(0)} req/s (${ceilingMs.toFixed(3)} CPU ms each), ratio ${step.ratio.toFixed(2)} (CPU ${step.cpu.ratio.toFixed(2)})`);
       }
     } finally {
       // what the sweep queued is not stored: the workers' part is measured by e2e
@@ -240,7 +249,12 @@ function table(results: Results): string {
   const rows: string[][] = [];
   for (const step of results.accept) {
     const { ingest, ceiling } = step;
-    rows.push([`accept ${step.kind} ×${step.concurrency}`, `${fixed(ingest.perSecond)} req/s, p50 ${fixed(ingest.p50, 1)} / p99 ${fixed(ingest.p99, 1)} ms`, `ceiling ${fixed(ceiling.perSecond)} req/s, p50 ${fixed(ceiling.p50, 1)} / p99 ${fixed(ceiling.p99, 1)} ms`, `×${fixed(step.ratio, 2)} (≥ 0.6: ${verdict(step.ratio >= 0.6)})`]);
+    rows.push([
+      `accept ${step.kind} ×${step.concurrency}`,
+      `${fixed(ingest.perSecond)} req/s, p50 ${fixed(ingest.p50, 1)} / p99 ${fixed(ingest.p99, 1)} ms, ${fixed(step.cpu.ingestMs, 3)} CPU ms/request`,
+      `ceiling ${fixed(ceiling.perSecond)} req/s, p50 ${fixed(ceiling.p50, 1)} / p99 ${fixed(ceiling.p99, 1)} ms, ${fixed(step.cpu.ceilingMs, 3)} CPU ms/request`,
+      `×${fixed(step.ratio, 2)} (≥ 0.6: ${verdict(step.ratio >= 0.6)}); CPU ×${fixed(step.cpu.ratio, 2)}`,
+    ]);
   }
   for (const row of results.endToEnd) {
     rows.push([`end to end ${recordName[row.kind]}`, `${fixed(row.perSecond)}/s (${row.stored} in ${fixed(row.seconds, 1)} s; ${row.batchMs.batches} batches, p50 ${fixed(row.batchMs.p50)} / p95 ${fixed(row.batchMs.p95)} ms each)`, `store ceiling ${fixed(row.ceilingPerSecond)}/s`, `×${fixed(row.ratio, 2)} (≥ 0.5: ${verdict(row.ratio >= 0.5)})`]);
