@@ -1,6 +1,5 @@
 import type { IncomingHttpHeaders } from 'node:http';
-import { PassThrough, Readable, Transform, Writable } from 'node:stream';
-import { pipeline } from 'node:stream/promises';
+import { Readable, type Transform } from 'node:stream';
 import * as zlib from 'node:zlib';
 import { AppError } from '../shared/errors.js';
 
@@ -27,7 +26,8 @@ const createZstdDecompress = (zlib as unknown as { createZstdDecompress?: () => 
  * Reads a request body into memory, decoding its `Content-Encoding` while enforcing both caps as the
  * bytes flow, so a compression bomb stops after about `maxDecompressed` plus one zlib chunk of output.
  * On failure the rest of the body is read and discarded rather than the socket destroyed, so the
- * caller can still answer 413/400/415.
+ * caller can still answer 413/400/415. Plain events and pipes only: this runs for every ingest
+ * request, and `stream.pipeline` costs an AbortController and a DOMException per call.
  */
 export async function readBody(req: RequestBody, limits: BodyLimits = {}): Promise<Buffer> {
   const maxDecompressed = limits.maxDecompressed ?? DEFAULT_MAX_DECOMPRESSED;
@@ -38,38 +38,13 @@ export async function readBody(req: RequestBody, limits: BodyLimits = {}): Promi
     req.resume();
     throw error;
   }
-  // The compressed cap is about wire bytes that expand; an uncoded body is already its decoded size.
   const maxWire = coding === 'identity' ? maxDecompressed : (limits.maxCompressed ?? DEFAULT_MAX_COMPRESSED);
   const declared = Number(req.headers['content-length']);
   if (declared > maxWire) {
     req.resume();
     throw tooLarge(`request body of ${declared} bytes exceeds ${maxWire} bytes`);
   }
-
-  let received = 0;
-  const wire = new Transform({
-    transform(chunk: Buffer, _encoding, callback) {
-      received += chunk.length;
-      if (received > maxWire) callback(tooLarge(`request body exceeds ${maxWire} bytes`));
-      else callback(null, chunk);
-    },
-  });
-  // pipeline() and peek() report wire's errors; this only keeps one raised between them from going unhandled.
-  wire.on('error', () => {});
-  // pipe() forwards data, not errors: a client that disconnects mid-body must fail the read.
-  const onRequestError = (error: Error) =>
-    wire.destroy(new AppError('invalid_request', 'request body was interrupted', { cause: error }));
-  req.once('error', onRequestError);
-  req.pipe(wire);
-  try {
-    return await decode(wire, coding, maxDecompressed, 'request body');
-  } catch (error) {
-    req.unpipe(wire);
-    req.resume();
-    throw error;
-  } finally {
-    req.off('error', onRequestError);
-  }
+  return collect(req, coding, maxWire, maxDecompressed, 'request body');
 }
 
 /**
@@ -82,7 +57,7 @@ export async function inflatePayload(payload: Buffer, maxBytes: number): Promise
     if (payload.length > maxBytes) throw tooLarge(`payload exceeds ${maxBytes} bytes`);
     return payload;
   }
-  return decode(Readable.from(payload), coding, maxBytes, 'payload');
+  return collect(Readable.from([payload]), coding, Infinity, maxBytes, 'payload');
 }
 
 /** Parses `Content-Encoding`; stacked codings are refused rather than chaining decoders per request. */
@@ -100,34 +75,80 @@ function contentCoding(header: string | undefined): Coding {
   throw new AppError('unsupported_media_type', `unsupported content encoding: ${coding}`);
 }
 
-/** Streams `input` through the decoder for `coding`, failing as soon as the output passes `maxBytes`. */
-async function decode(input: Readable, coding: Coding, maxBytes: number, what: string): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let total = 0;
-  try {
-    const decoder = coding === 'deflate' ? await deflateDecoder(input) : decoderFor(coding);
-    // A Writable rather than an async-iterating function: its error reaches pipeline() first, where the
-    // iterator's teardown would report an AbortError instead of the over-cap error.
-    const sink = new Writable({
-      write(chunk: Buffer, _encoding, callback) {
-        total += chunk.length;
-        if (total > maxBytes) return callback(tooLarge(`decoded ${what} exceeds ${maxBytes} bytes`));
-        chunks.push(chunk);
-        callback();
-      },
-    });
-    await pipeline(input, decoder, sink);
-  } catch (error) {
-    if (error instanceof AppError) throw error;
-    throw new AppError('invalid_request', `${what} is not valid ${coding} data`, { cause: error });
-  }
-  return Buffer.concat(chunks, total);
+/**
+ * Reads `input` (at most `maxWire` bytes of it) through the decoder for `coding`, failing as soon as
+ * the decoded bytes pass `maxBytes`. The decoder is fed by `pipe`, so a slow decoder holds the input
+ * back instead of buffering all of it. A failure stops decoding and drains the rest of the input.
+ */
+function collect(input: Readable, coding: Coding, maxWire: number, maxBytes: number, what: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let decoded = 0;
+    let received = 0;
+    let decoder: Transform | undefined;
+    // deflate's two flavours are told apart by the first two bytes
+    let head: Buffer[] | undefined = coding === 'deflate' ? [] : undefined;
+    let settled = false;
+
+    const finish = (error?: AppError) => {
+      if (settled) return;
+      settled = true;
+      input.off('data', onWire).off('end', onEnd).off('error', onInputError);
+      if (decoder) {
+        input.unpipe(decoder);
+        decoder.off('data', onDecoded).off('end', onDecoderEnd).off('error', onDecoderError);
+        // a chunk the pipe was already handing over may still reach it after the destroy
+        decoder.on('error', () => {});
+        if (error) decoder.destroy();
+      }
+      if (!error) return resolve(Buffer.concat(chunks, decoded));
+      input.on('error', () => {});
+      input.resume();
+      reject(error);
+    };
+    const onDecoded = (chunk: Buffer) => {
+      decoded += chunk.length;
+      if (decoded > maxBytes) finish(tooLarge(`decoded ${what} exceeds ${maxBytes} bytes`));
+      else chunks.push(chunk);
+    };
+    const onDecoderEnd = () => finish();
+    const onDecoderError = (error: Error) => finish(new AppError('invalid_request', `${what} is not valid ${coding} data`, { cause: error }));
+    const startDecoder = (transform: Transform) => {
+      decoder = transform;
+      decoder.on('data', onDecoded).on('end', onDecoderEnd).on('error', onDecoderError);
+    };
+    const onWire = (chunk: Buffer) => {
+      received += chunk.length;
+      if (received > maxWire) return finish(tooLarge(`${what} exceeds ${maxWire} bytes`));
+      if (coding === 'identity') return onDecoded(chunk);
+      if (!head) return;
+      head.push(chunk);
+      const seen = Buffer.concat(head);
+      if (seen.length < 2) return;
+      head = undefined;
+      const zlibWrapped = (seen[0]! & 0x0f) === 8 && ((seen[0]! << 8) | seen[1]!) % 31 === 0;
+      startDecoder(zlibWrapped ? zlib.createInflate() : zlib.createInflateRaw());
+      decoder!.write(seen);
+      input.pipe(decoder!);
+    };
+    const onEnd = () => {
+      if (coding === 'identity') return finish();
+      if (head) return finish(new AppError('invalid_request', `${what} is too short to be deflate data`));
+    };
+    const onInputError = (error: Error) => finish(new AppError('invalid_request', `${what} was interrupted`, { cause: error }));
+
+    input.on('error', onInputError).on('end', onEnd);
+    if (coding !== 'identity' && coding !== 'deflate') {
+      startDecoder(decoderFor(coding));
+      input.pipe(decoder!);
+    }
+    // after the pipe, so its flow control decides when chunks come; this listener only counts them
+    input.on('data', onWire);
+  });
 }
 
-function decoderFor(coding: Exclude<Coding, 'deflate'>): Transform {
+function decoderFor(coding: Exclude<Coding, 'deflate' | 'identity'>): Transform {
   switch (coding) {
-    case 'identity':
-      return new PassThrough();
     case 'gzip':
       return zlib.createGunzip();
     case 'br':
@@ -135,41 +156,6 @@ function decoderFor(coding: Exclude<Coding, 'deflate'>): Transform {
     case 'zstd':
       return createZstdDecompress!();
   }
-}
-
-/**
- * HTTP's deflate is zlib-wrapped, but some clients send raw deflate; a zlib header is a method
- * nibble of 8 with a 16-bit value divisible by 31.
- */
-async function deflateDecoder(input: Readable): Promise<Transform> {
-  const head = await peek(input, 2);
-  if (!head) throw new AppError('invalid_request', 'body is too short to be deflate data');
-  const zlibWrapped = (head[0]! & 0x0f) === 8 && ((head[0]! << 8) | head[1]!) % 31 === 0;
-  return zlibWrapped ? zlib.createInflate() : zlib.createInflateRaw();
-}
-
-/** The first `n` bytes of a stream nobody reads yet, put back for the pipeline that follows; undefined if it ends sooner. */
-async function peek(stream: Readable, n: number): Promise<Buffer | undefined> {
-  let head = Buffer.alloc(0);
-  while (head.length < n) {
-    const chunk = stream.read() as Buffer | null;
-    if (chunk) {
-      head = Buffer.concat([head, chunk]);
-      continue;
-    }
-    if (stream.errored) throw stream.errored;
-    if (stream.readableEnded || stream.destroyed) return undefined;
-    await new Promise<void>((resolve, reject) => {
-      const settle = (error?: Error) => {
-        stream.off('readable', settle).off('end', settle).off('close', settle).off('error', settle);
-        if (error) reject(error);
-        else resolve();
-      };
-      stream.on('readable', settle).on('end', settle).on('close', settle).on('error', settle);
-    });
-  }
-  stream.unshift(head);
-  return head;
 }
 
 const tooLarge = (message: string) => new AppError('payload_too_large', message);
