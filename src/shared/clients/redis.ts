@@ -15,7 +15,8 @@ export function createRedis(url: string, purpose: RedisPurpose, logger: Logger):
     retryStrategy: (attempt) => Math.min(attempt * 200, 2000),
     ...(purpose === 'queue'
       ? { maxRetriesPerRequest: null }
-      : { enableOfflineQueue: false, maxRetriesPerRequest: 0 }),
+      : // commands issued in one turn of the event loop (a request's limit, a batch's job) share one socket write
+        { enableOfflineQueue: false, maxRetriesPerRequest: 0, enableAutoPipelining: true }),
   });
   let lastReport = 0;
   client.on('error', (error) => {
