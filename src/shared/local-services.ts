@@ -235,6 +235,14 @@ function withPoolSize(url: string, poolSize: number): string {
   return parsed.toString();
 }
 
+/** A FerretDB 1.24 binary that runs: built into DATA_DIR/bin before, on PATH, in ~/go/bin, else built now. */
+export function ferretdbBinary(dataDir: string): string {
+  const built = join(dataDir, 'bin', 'ferretdb');
+  const goBin = join(homedir(), 'go', 'bin', 'ferretdb');
+  const candidates = [built, which('ferretdb'), goBin].filter((path): path is string => !!path && existsSync(path));
+  return candidates.find(works) ?? buildFerretDB(dataDir);
+}
+
 async function startFerretDB(dataDir: string, backend: 'postgresql' | 'sqlite', postgres?: { url: string; poolSize: number }): Promise<string> {
   const port = FERRETDB_PORTS[backend];
   const url = `mongodb://127.0.0.1:${port}`;
@@ -242,10 +250,7 @@ async function startFerretDB(dataDir: string, backend: 'postgresql' | 'sqlite', 
     say(`reusing FerretDB on ${backend} already listening on ${url}`);
     return url;
   }
-  const built = join(dataDir, 'bin', 'ferretdb');
-  const goBin = join(homedir(), 'go', 'bin', 'ferretdb');
-  const candidates = [built, which('ferretdb'), goBin].filter((path): path is string => !!path && existsSync(path));
-  const ferretdb = candidates.find(works) ?? buildFerretDB(dataDir);
+  const ferretdb = ferretdbBinary(dataDir);
   const dir = join(dataDir, `ferretdb-${backend}`);
   const logFile = join(dataDir, 'logs', `ferretdb-${backend}.log`);
   mkdirSync(dir, { recursive: true });

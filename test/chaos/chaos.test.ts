@@ -114,7 +114,8 @@ beforeAll(async () => {
   queue = new Queue('telemetry', { connection: connection(), prefix: REDIS_PREFIX });
   queueEvents = new QueueEvents('telemetry', { connection: connection(), prefix: REDIS_PREFIX });
   await queueEvents.waitUntilReady();
-}, 60_000);
+  // a clone whose global setup reused a FerretDB already running builds its own binary here first
+}, 300_000);
 
 afterAll(async () => {
   for (const service of services) await stopService(service);

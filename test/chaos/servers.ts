@@ -15,7 +15,7 @@ import { Redis } from 'ioredis';
 import { mongo } from 'mongoose';
 import pg from 'pg';
 import { loadConfig } from '../../src/shared/config.js';
-import { LOCAL_DATABASE } from '../../src/shared/local-services.js';
+import { ferretdbBinary, LOCAL_DATABASE } from '../../src/shared/local-services.js';
 
 /** A port nothing listens on right now (the OS picks it; closed again before the server takes it). */
 export async function freePort(): Promise<number> {
@@ -155,7 +155,8 @@ async function createPostgresDatabase(adminUrl: string): Promise<{ url: string; 
  */
 export async function startOwnStore(): Promise<OwnStore> {
   const config = loadConfig();
-  const binary = resolve(config.DATA_DIR, 'bin', 'ferretdb');
+  // the local store's binary; a clone whose tests reused a FerretDB already running builds its own
+  const binary = ferretdbBinary(resolve(config.DATA_DIR));
   const dir = mkdtempSync(join(tmpdir(), 'sluice-chaos-ferretdb-'));
   const port = await freePort();
   // LOCAL_STORE=sqlite insists on the SQLite backend, as it does for the local store
