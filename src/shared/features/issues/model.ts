@@ -23,7 +23,7 @@ const issueSchema = new Schema({
   eventCount: { type: Number, default: 0 },
   /** The newest page of the issue's events (see ErrorEvent.page): where their listing starts. */
   lastPage: { type: Number, default: 0 },
-  /** The latest batches counted into the issue, so that a retried batch counts nothing twice. */
+  /** The batches counted into the issue and not yet finished (see countIntoIssue), so that a retried batch counts nothing twice. */
   countedBatches: { type: [String], default: [] },
   userCount: { type: Number, default: 0 },
   environments: { type: [String], default: [] },

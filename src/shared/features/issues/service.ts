@@ -112,28 +112,72 @@ function symbolicationOf(event: Record<string, unknown>) {
   return { symbolicated: marks.every((mark) => mark.status === 'resolved'), symbolication_errors: errors };
 }
 
-/**
- * A batch's id stays on the issues it counted into until it has counted into all of them (see
- * ingestErrorEvents), so an issue holds only the ids of batches in flight or cut short. Past twice
- * this many, the oldest are dropped: a guard against ids left by batches that failed for good.
- */
-const COUNTED_BATCHES_KEPT = 256;
 /** The claim a batch makes once it has counted into every issue of its events. */
 const ISSUES_COUNTED = 'issue-counts';
 
 /**
- * Counts a batch's events of one issue into it, once per batch: one upsert by the issue's derived
- * `_id`, guarded by the ids of the batches counted into it and not yet done, with the event and new-user
- * counts, first/last seen and the newest event's details. Answers the issue as counted, or undefined
- * when this batch was counted into it before (a retry).
+ * A batch's id stays on the issues it counted into until it has counted into all of them and
+ * claimed that (see ingestErrorEvents); the next batch counting into an issue then drops it in
+ * the same write as its own count. This process remembers the batches it finished, so it drops
+ * their ids without asking the store; past this many other ids on one issue, it asks the claims.
  */
-async function countIntoIssue(events: PreparedEvent[], newUsers: number, lastPage: number, batchId: string): Promise<IssueDoc | undefined> {
+const UNCHECKED_BATCHES = 16;
+/**
+ * Past twice this many ids still unfinished on one issue, the oldest are dropped: a guard against
+ * ids left by batches that failed for good.
+ */
+const COUNTED_BATCHES_KEPT = 256;
+/** How many finished batch ids this process remembers. */
+const FINISHED_REMEMBERED = 10_000;
+const finishedBatches = new Set<string>();
+
+function rememberFinished(batchId: string): void {
+  finishedBatches.add(batchId);
+  if (finishedBatches.size > FINISHED_REMEMBERED) finishedBatches.delete(finishedBatches.values().next().value!);
+}
+
+/** The ids among `ids` of batches that may not have counted into all their issues yet. */
+async function unfinished(ids: string[]): Promise<string[]> {
+  const left = ids.filter((id) => !finishedBatches.has(id));
+  if (left.length <= UNCHECKED_BATCHES) return left;
+  const finished = new Set<string>();
+  await inParallel(left, PARALLEL_WRITES, async (id) => {
+    if (!(await batchApplied(id, ISSUES_COUNTED))) return;
+    finished.add(id);
+    rememberFinished(id);
+  });
+  const kept = left.filter((id) => !finished.has(id));
+  return kept.length > 2 * COUNTED_BATCHES_KEPT ? kept.slice(-COUNTED_BATCHES_KEPT) : kept;
+}
+
+/** What a count needs to know of an issue before writing: its count (which every count changes) and the batches on it. */
+type CountedState = Pick<IssueDoc, 'eventCount' | 'countedBatches'>;
+const readCountedState = (id: Types.ObjectId) => Issue.findById(id, { eventCount: 1, countedBatches: 1 }).lean<CountedState>();
+
+/** A count that did not land this many times in a row (other batches counting first each time) is an error. */
+const COUNT_ATTEMPTS = 50;
+
+/**
+ * Counts a batch's events of one issue into it, once per batch: one write by the issue's derived
+ * `_id` with the event and new-user counts, first/last seen, the newest event's details and the
+ * ids of the batches counted into it and not yet finished, this one's added. The write is made
+ * only if the issue's event count is still the one `known` read (on MongoDB updates are atomic; on
+ * FerretDB the turn keeps others out), else the issue is read again. Answers the issue as counted
+ * and whether this batch created it, or undefined when this batch was counted into it before (a retry).
+ */
+async function countIntoIssue(
+  events: PreparedEvent[],
+  newUsers: number,
+  lastPage: number,
+  batchId: string,
+  known: CountedState | null,
+): Promise<{ issue: IssueDoc; created: boolean } | undefined> {
   const newest = events.reduce((a, b) => (b.at >= a.at ? b : a));
   const sentry = newest.event as SentryEventLike;
   const exception = exceptionsOf(sentry).at(-1);
   const environments = [...new Set(events.flatMap((e) => str(e.event.environment) ?? []))];
   const releases = [...new Set(events.flatMap((e) => str(e.event.release) ?? []))];
-  const update = {
+  const update = (countedBatches: string[]) => ({
     $setOnInsert: {
       orgId: newest.orgId,
       projectId: newest.projectId,
@@ -151,35 +195,32 @@ async function countIntoIssue(events: PreparedEvent[], newUsers: number, lastPag
       errorType: str(exception?.type),
       errorValue: str(exception?.value),
       latestEventId: newest.eventId,
+      countedBatches,
     },
     $min: { firstSeen: events.reduce((a, b) => (b.at < a.at ? b : a)).at },
     $max: { lastSeen: newest.at, lastPage },
     $inc: { eventCount: events.length, userCount: newUsers },
     $addToSet: { environments: { $each: environments }, releases: { $each: releases } },
-    $push: { countedBatches: batchId },
-  };
-  // An issue that has this batch already does not match, so the upsert tries to create it again and
-  // meets its own _id: a duplicate key twice means "counted before". Once can also be another
-  // worker creating the issue at the same moment, whose document the second try finds.
-  const count = () => Issue.findOneAndUpdate({ _id: newest.issueId, countedBatches: { $ne: batchId } }, update, { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
-  return oneAtATime(Issue.collection.collectionName, newest.issueId, async () => {
-    let issue: IssueDoc | null;
-    try {
-      issue = await count();
-    } catch (error) {
-      if (!isDuplicateKey(error)) throw error;
+  });
+  const id = newest.issueId;
+  return oneAtATime(Issue.collection.collectionName, id, async () => {
+    let state = known;
+    for (let attempt = 1; ; attempt++) {
+      if (state?.countedBatches.includes(batchId)) return undefined;
+      const counted = [...(state ? await unfinished(state.countedBatches) : []), batchId];
       try {
-        issue = await count();
-      } catch (again) {
-        if (!isDuplicateKey(again)) throw again;
-        return undefined;
+        // An issue not there when read is created by an upsert that cannot match one made since (every issue has
+        // countedBatches): that meets its `_id`, and the issue is read again.
+        const issue = state
+          ? await Issue.findOneAndUpdate({ _id: id, eventCount: state.eventCount }, update(counted), { returnDocument: 'after' }).lean<IssueDoc>()
+          : await Issue.findOneAndUpdate({ _id: id, countedBatches: { $exists: false } }, update(counted), { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
+        if (issue) return { issue, created: !state };
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
       }
+      if (attempt === COUNT_ATTEMPTS) throw new Error(`issue ${id.toHexString()} changed under ${COUNT_ATTEMPTS} counts in a row`);
+      state = await readCountedState(id);
     }
-    const counted = issue!.countedBatches;
-    if (counted.length > 2 * COUNTED_BATCHES_KEPT) {
-      await Issue.updateOne({ _id: issue!._id }, { $pullAll: { countedBatches: counted.slice(0, counted.length - COUNTED_BATCHES_KEPT) } });
-    }
-    return issue!;
   });
 }
 
@@ -236,14 +277,16 @@ const pageOf = (n: number) => Math.floor((n - 1) / EVENT_PAGE_SIZE);
  * counting into one issue at once may put their events on the same page, so a page can hold somewhat
  * more than EVENT_PAGE_SIZE; each event is still on exactly one page.
  */
-async function plannedPages(events: PreparedEvent[]): Promise<Map<string, number>> {
+async function plannedPages(events: PreparedEvent[]): Promise<{ pages: Map<string, number>; issues: Map<string, CountedState | null> }> {
   const pages = new Map<string, number>();
-  await inParallel([...groupBy(events, (e) => e.issueId.toHexString()).values()], PARALLEL_WRITES, async (ofIssue) => {
-    const issue = await Issue.findById(ofIssue[0]!.issueId, { eventCount: 1 }).lean();
+  const issues = new Map<string, CountedState | null>();
+  await inParallel([...groupBy(events, (e) => e.issueId.toHexString())], PARALLEL_WRITES, async ([issueId, ofIssue]) => {
+    const issue = await readCountedState(ofIssue[0]!.issueId);
+    issues.set(issueId, issue);
     const before = issue?.eventCount ?? 0;
     [...ofIssue].sort((a, b) => a.at.getTime() - b.at.getTime()).forEach((e, index) => pages.set(e._id.toHexString(), pageOf(before + index + 1)));
   });
-  return pages;
+  return { pages, issues };
 }
 
 /**
@@ -257,7 +300,7 @@ async function plannedPages(events: PreparedEvent[]): Promise<Map<string, number
 export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batchId: string, now = new Date(), symbolicator?: Symbolicator): Promise<void> {
   const symbolicated = symbolicator ? await symbolicateBatch(items, symbolicator) : items;
   const prepared = [...new Map(symbolicated.map((item) => prepare(item, now)).map((e) => [e.key, e] as const)).values()];
-  const planned = await plannedPages(prepared);
+  const { pages: planned, issues: read } = await plannedPages(prepared);
   const inserted = await insertNew(
     ErrorEvent.collection,
     prepared.map((e) => ({
@@ -283,9 +326,8 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
   if (inserted.length < prepared.length) for (const [id, page] of await storedByBatch(batchId)) pages.set(id, page);
   const toCount = prepared.filter((e) => pages.has(e._id.toHexString()));
   if (toCount.length === 0) return;
-  const issueIds = [...new Map(toCount.map((e) => [e.issueId.toHexString(), e.issueId])).values()];
-  // Events stored on an earlier attempt: if that attempt counted into every issue, only its ids are left to clear.
-  if (inserted.length < prepared.length && (await batchApplied(batchId, ISSUES_COUNTED))) return releaseCountedBatch(issueIds, batchId);
+  // Events stored on an earlier attempt: that attempt may have counted into every issue already.
+  if (inserted.length < prepared.length && (await batchApplied(batchId, ISSUES_COUNTED))) return rememberFinished(batchId);
   // `$inc` cannot tell a retry: the release rollups take this batch's events once
   if (await claimBatch(batchId, 'release-errors')) {
     await countIntoReleases(toCount.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errorEvents: 1 } })));
@@ -304,10 +346,10 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
 
   await inParallel([...groupBy(toCount, (e) => e.issueId.toHexString())], PARALLEL_WRITES, async ([issueId, events]) => {
     const lastPage = Math.max(...events.map((e) => pages.get(e._id.toHexString())!));
-    const issue = await countIntoIssue(events, newUsers.get(issueId)?.length ?? 0, lastPage, batchId);
-    if (!issue) return;
-    // the batch that created the issue is the first one it counted
-    if (issue.countedBatches.length === 1 && issue.eventCount === events.length) await raiseIssueAlert(issue, 'issue.new', now);
+    const counted = await countIntoIssue(events, newUsers.get(issueId)?.length ?? 0, lastPage, batchId, read.get(issueId) ?? null);
+    if (!counted) return;
+    const { issue, created } = counted;
+    if (created) await raiseIssueAlert(issue, 'issue.new', now);
     // a batch arriving late with the issue's earliest event: the release it first appeared in is this event's
     const earliest = events.reduce((a, b) => (b.at < a.at ? b : a));
     const release = str(earliest.event.release);
@@ -316,19 +358,9 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
     }
     await applyEventTransitions(issue, now);
   });
-  // Claimed first, then cleared: a retry after either step finds the claim and counts nothing again.
+  // From now on a retry counts nothing again, and later counts drop this batch's id from its issues.
   await claimBatch(batchId, ISSUES_COUNTED);
-  await releaseCountedBatch(issueIds, batchId);
-}
-
-/**
- * Takes a batch's id off the issues it counted into, once it counted into all of them. Until then the
- * id stays however many batches follow, so a retry however late still finds what it counted.
- */
-async function releaseCountedBatch(issueIds: Types.ObjectId[], batchId: string): Promise<void> {
-  await inParallel(issueIds, PARALLEL_WRITES, async (id) => {
-    await oneAtATime(Issue.collection.collectionName, id, () => Issue.updateOne({ _id: id }, { $pull: { countedBatches: batchId } }));
-  });
+  rememberFinished(batchId);
 }
 
 /** The scheduled half of "ignore until": reopens ignored issues whose time has passed without a new event. */
