@@ -53,7 +53,8 @@ export class LocalServiceError extends Error {}
 
 const say = (message: string) => process.stderr.write(`[local-services] ${message}\n`);
 
-async function redisAnswers(port: number): Promise<boolean> {
+/** A Redis on that loopback port that answers PING (one still loading its append-only file does not). */
+export async function redisAnswers(port: number): Promise<boolean> {
   const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, connectTimeout: 1000, retryStrategy: () => null, maxRetriesPerRequest: 0 });
   client.on('error', () => {});
   try {

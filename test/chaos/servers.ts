@@ -11,11 +11,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { Redis } from 'ioredis';
 import { mongo } from 'mongoose';
 import pg from 'pg';
 import { loadConfig } from '../../src/shared/config.js';
-import { ferretdbBinary, LOCAL_DATABASE } from '../../src/shared/local-services.js';
+import { ferretdbBinary, LOCAL_DATABASE, redisAnswers } from '../../src/shared/local-services.js';
 
 /** A port nothing listens on right now (the OS picks it; closed again before the server takes it). */
 export async function freePort(): Promise<number> {
@@ -69,19 +68,7 @@ export async function startOwnRedis(): Promise<OwnRedis> {
   const dir = mkdtempSync(join(tmpdir(), 'sluice-chaos-redis-'));
   const port = await freePort();
   const args = ['--bind', '127.0.0.1', '--port', String(port), '--appendonly', 'yes', '--appendfsync', 'always', '--maxmemory-policy', 'noeviction', '--save', '', '--dir', dir];
-  const answers = async () => {
-    const client = new Redis({ host: '127.0.0.1', port, lazyConnect: true, connectTimeout: 500, retryStrategy: () => null, maxRetriesPerRequest: 0 });
-    client.on('error', () => {});
-    try {
-      await client.connect();
-      // a server still loading its append-only file answers PING with an error
-      return (await client.ping()) === 'PONG';
-    } catch {
-      return false;
-    } finally {
-      client.disconnect();
-    }
-  };
+  const answers = () => redisAnswers(port);
   const start = async () => {
     const started = launch('redis-server', args);
     await waitUntil(answers, 'redis-server', started);
