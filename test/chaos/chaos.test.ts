@@ -23,7 +23,7 @@ import { DASHBOARD_ORIGIN, type Harness } from '../support/harness.js';
 import { Client, type Reply } from '../support/http.js';
 import { startService, type ServiceProcess } from '../support/service-process.js';
 import { startLoad, type Tally } from './load.js';
-import { startOwnRedis, startOwnStore, type OwnRedis, type OwnStore } from './servers.js';
+import { startOwnRedis, startOwnStore, type OwnRedis, type OwnStore } from '../support/own-servers.js';
 
 const REDIS_PREFIX = `slk_chaos_${randomBytes(4).toString('hex')}`;
 /** Each worker process takes two batches at once, so three active jobs mean both workers hold one. */

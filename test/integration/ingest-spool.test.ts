@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { mongo } from 'mongoose';
 import { DiskSpool, SpoolFullError } from '../../src/ingest/spool.js';
-import { startOwnRedis, type OwnRedis } from '../chaos/servers.js';
+import { startOwnRedis, type OwnRedis } from '../support/own-servers.js';
 import { createApiKey, signUp } from '../support/factories/accounts.js';
 import { envelope, errorEvent, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { DASHBOARD_ORIGIN, type Harness } from '../support/harness.js';
