@@ -10,11 +10,12 @@ import { startService } from '../support/service-process.js';
 test('all roles start, answer /readyz, and stop cleanly on SIGTERM', async () => {
   const database = `slk_test_process_${randomBytes(4).toString('hex')}`;
   const mongoUrl = `${process.env.TEST_MONGO_URL!.replace(/\/[^/]*$/, '')}/${database}`;
-  const { child, lines, portOf } = startService({ MONGO_URL: mongoUrl });
+  const { child, lines, portOf, waitForLine } = startService({ MONGO_URL: mongoUrl });
   try {
     const apiPort = await portOf('api listening');
     const ingestPort = await portOf('ingest listening');
-    expect(lines.some((l) => l.msg === 'workers started')).toBe(true);
+    // the workers declare their schedules in the background, so the servers may listen first
+    await waitForLine('workers started');
     for (const port of [apiPort, ingestPort]) expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
     child.kill('SIGTERM');
     const [code] = await once(child, 'exit');
