@@ -202,6 +202,20 @@ describe('an issue’s occurrences', () => {
     expect(detail.body.latest_event.event_id).toBe(sent.at(-1)!.event_id);
     expect((await owner.client.get(`/v1/issues/${issue.id}/events?cursor=not-a-cursor`)).body.code).toBe('invalid_request');
   });
+
+  test('two batches counted into one issue at once put their events on the pages their counts give them', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const { ErrorEvent } = await import('../../src/shared/features/issues/model.js');
+    const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: Date.now(), event } });
+    const batch = (events: number) => Array.from({ length: events }, () => item(errorEvent({}, { type: 'CrowdedPageError' })));
+    await ingestErrorEvents(batch(95), 'crowded-1');
+    // both plan their events after the first 95; whichever counts second finds 105 before its own
+    await Promise.all([ingestErrorEvents(batch(10), 'crowded-2'), ingestErrorEvents(batch(10), 'crowded-3')]);
+    const pages = await ErrorEvent.find({ projectId: new Types.ObjectId(project.id) }, { page: 1 }).lean();
+    expect(pages.filter((doc) => doc.page === 0).length).toBe(100);
+    expect(pages.filter((doc) => doc.page === 1).length).toBe(15);
+  });
 });
 
 describe('status changes', () => {

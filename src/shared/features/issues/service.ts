@@ -7,7 +7,7 @@ import { AppError, isDuplicateKey, notFound } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor, paginate, parseId } from '../../paging.js';
 import type { ErrorEventRecord, Stamped } from '../../telemetry/records.js';
 import { scopeFilter, type ViewScope } from '../../views.js';
-import { batchApplied, claimBatch, contentId, inParallel, insertNew, oneAtATime, PARALLEL_WRITES } from '../../telemetry/storage.js';
+import { batchApplied, claimBatch, contentId, inParallel, insertNew, oneAtATime, PARALLEL_WRITES, updateEach } from '../../telemetry/storage.js';
 import { recordEndUsers, userKeyOf, type SentUser } from '../users/service.js';
 import type { Symbolicator } from '../artifacts/symbolicate.js';
 import { crashingFrames, culprit, groupingHash, issueTitle, type SentryEventLike, type SentryExceptionLike } from './grouping.js';
@@ -154,6 +154,29 @@ async function unfinished(ids: string[]): Promise<string[]> {
 type CountedState = Pick<IssueDoc, 'eventCount' | 'countedBatches'>;
 const readCountedState = (id: Types.ObjectId) => Issue.findById(id, { eventCount: 1, countedBatches: 1 }).lean<CountedState>();
 
+/**
+ * What this process's last count left on an issue, so that the next batch into it plans its pages
+ * without reading the issue first. Another process may have counted since: then the count's
+ * condition fails, the issue is read, and the events are moved to the pages the count put them on.
+ */
+const knownIssues = new Map<string, { state: CountedState; at: number }>();
+const KNOWN_ISSUES = 10_000;
+/** How long what a count left is trusted instead of reading the issue. */
+const KNOWN_FOR_MS = 60_000;
+
+function know(id: Types.ObjectId, { eventCount, countedBatches }: CountedState): void {
+  const key = id.toHexString();
+  knownIssues.delete(key);
+  knownIssues.set(key, { state: { eventCount, countedBatches }, at: Date.now() });
+  if (knownIssues.size > KNOWN_ISSUES) knownIssues.delete(knownIssues.keys().next().value!);
+}
+
+async function countedState(id: Types.ObjectId): Promise<CountedState | null> {
+  const known = knownIssues.get(id.toHexString());
+  if (known && Date.now() - known.at < KNOWN_FOR_MS) return known.state;
+  return readCountedState(id);
+}
+
 /** A count that did not land this many times in a row (other batches counting first each time) is an error. */
 const COUNT_ATTEMPTS = 50;
 
@@ -168,16 +191,15 @@ const COUNT_ATTEMPTS = 50;
 async function countIntoIssue(
   events: PreparedEvent[],
   newUsers: number,
-  lastPage: number,
   batchId: string,
   known: CountedState | null,
-): Promise<{ issue: IssueDoc; created: boolean } | undefined> {
+): Promise<{ issue: IssueDoc; created: boolean; before: number } | undefined> {
   const newest = events.reduce((a, b) => (b.at >= a.at ? b : a));
   const sentry = newest.event as SentryEventLike;
   const exception = exceptionsOf(sentry).at(-1);
   const environments = [...new Set(events.flatMap((e) => str(e.event.environment) ?? []))];
   const releases = [...new Set(events.flatMap((e) => str(e.event.release) ?? []))];
-  const update = (countedBatches: string[]) => ({
+  const update = (countedBatches: string[], lastPage: number) => ({
     $setOnInsert: {
       orgId: newest.orgId,
       projectId: newest.projectId,
@@ -208,14 +230,20 @@ async function countIntoIssue(
     for (let attempt = 1; ; attempt++) {
       if (state?.countedBatches.includes(batchId)) return undefined;
       const counted = [...(state ? await unfinished(state.countedBatches) : []), batchId];
+      const before = state?.eventCount ?? 0;
+      const lastPage = pageOf(before + events.length);
       try {
         // An issue not there when read is created by an upsert that cannot match one made since (every issue has
         // countedBatches): that meets its `_id`, and the issue is read again.
         const issue = state
-          ? await Issue.findOneAndUpdate({ _id: id, eventCount: state.eventCount }, update(counted), { returnDocument: 'after' }).lean<IssueDoc>()
-          : await Issue.findOneAndUpdate({ _id: id, countedBatches: { $exists: false } }, update(counted), { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
-        if (issue) return { issue, created: !state };
+          ? await Issue.findOneAndUpdate({ _id: id, eventCount: state.eventCount }, update(counted, lastPage), { returnDocument: 'after' }).lean<IssueDoc>()
+          : await Issue.findOneAndUpdate({ _id: id, countedBatches: { $exists: false } }, update(counted, lastPage), { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
+        if (issue) {
+          know(id, issue);
+          return { issue, created: !state, before };
+        }
       } catch (error) {
+        knownIssues.delete(id.toHexString());
         if (!isDuplicateKey(error)) throw error;
       }
       if (attempt === COUNT_ATTEMPTS) throw new Error(`issue ${id.toHexString()} changed under ${COUNT_ATTEMPTS} counts in a row`);
@@ -281,7 +309,7 @@ async function plannedPages(events: PreparedEvent[]): Promise<{ pages: Map<strin
   const pages = new Map<string, number>();
   const issues = new Map<string, CountedState | null>();
   await inParallel([...groupBy(events, (e) => e.issueId.toHexString())], PARALLEL_WRITES, async ([issueId, ofIssue]) => {
-    const issue = await readCountedState(ofIssue[0]!.issueId);
+    const issue = await countedState(ofIssue[0]!.issueId);
     issues.set(issueId, issue);
     const before = issue?.eventCount ?? 0;
     [...ofIssue].sort((a, b) => a.at.getTime() - b.at.getTime()).forEach((e, index) => pages.set(e._id.toHexString(), pageOf(before + index + 1)));
@@ -345,10 +373,14 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
   const newUsers = groupBy(await insertNew(IssueUser.collection, affected), (pair) => pair.issueId.toHexString());
 
   await inParallel([...groupBy(toCount, (e) => e.issueId.toHexString())], PARALLEL_WRITES, async ([issueId, events]) => {
-    const lastPage = Math.max(...events.map((e) => pages.get(e._id.toHexString())!));
-    const counted = await countIntoIssue(events, newUsers.get(issueId)?.length ?? 0, lastPage, batchId, read.get(issueId) ?? null);
+    const counted = await countIntoIssue(events, newUsers.get(issueId)?.length ?? 0, batchId, read.get(issueId) ?? null);
     if (!counted) return;
-    const { issue, created } = counted;
+    const { issue, created, before } = counted;
+    // counted after other batches than planned: the events go on the pages that count put them on
+    const moved = [...events]
+      .sort((a, b) => a.at.getTime() - b.at.getTime())
+      .flatMap((e, index) => (pageOf(before + index + 1) === pages.get(e._id.toHexString()) ? [] : [{ updateOne: { filter: { _id: e._id }, update: { $set: { page: pageOf(before + index + 1) } } } }]));
+    await updateEach(ErrorEvent.collection, moved);
     if (created) await raiseIssueAlert(issue, 'issue.new', now);
     // a batch arriving late with the issue's earliest event: the release it first appeared in is this event's
     const earliest = events.reduce((a, b) => (b.at < a.at ? b : a));
