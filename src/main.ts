@@ -2,15 +2,12 @@
  * One entry for every role: ROLE=all (default) runs api, ingest and workers in this process;
  * ROLE=api|ingest|workers runs one. With MONGO_URL/REDIS_URL unset, local servers are reused or started.
  */
-import { createApiApp } from './api/app.js';
-import { createIngestApp } from './ingest/app.js';
 import { connectMongo, disconnectMongo, ensureIndexes } from './shared/clients/mongo.js';
 import { closeRedis, createRedis, evictionPolicy, redisReady } from './shared/clients/redis.js';
 import { ConfigError, loadConfig } from './shared/config.js';
 import { listen } from './shared/http/server.js';
 import { ensureLocalServices, LocalServiceError } from './shared/local-services.js';
 import { createLogger } from './shared/logger.js';
-import { startWorkers } from './workers/main.js';
 
 type Stop = [name: string, stop: () => Promise<unknown>];
 
@@ -55,12 +52,16 @@ async function main() {
   }
 
   const runs = (role: string) => config.ROLE === 'all' || config.ROLE === role;
+  // Each role's modules are loaded only by a process that runs it: an ingest process carries no
+  // S3, SMTP, OIDC or model clients, and idles in less memory.
   if (runs('workers')) {
+    const { startWorkers } = await import('./workers/main.js');
     const queueRedis = createRedis(urls.redisUrl, 'queue', logger);
     stops.push(['queue redis', () => closeRedis(queueRedis)]);
     stops.push(['workers', await startWorkers({ config, logger, redis: queueRedis, ferretdbPostgresUrl: urls.ferretdbPostgresUrl })]);
   }
   if (runs('ingest')) {
+    const { createIngestApp } = await import('./ingest/app.js');
     const ingest = await createIngestApp({ config, logger, redis: fastRedis });
     const server = await listen(ingest.app, config.INGEST_PORT, config.HOST);
     stops.push(['ingest', async () => {
@@ -70,6 +71,7 @@ async function main() {
     logger.info({ port: server.port }, 'ingest listening');
   }
   if (runs('api')) {
+    const { createApiApp } = await import('./api/app.js');
     const server = await listen(createApiApp({ config, logger, redis: fastRedis }), config.PORT, config.HOST);
     stops.push(['api', server.close]);
     logger.info({ port: server.port }, 'api listening');
