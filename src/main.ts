@@ -37,6 +37,15 @@ async function main() {
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+  // Each role's modules are loaded only by a process that runs it (an ingest process carries no S3,
+  // SMTP, OIDC or model clients, and idles in less memory); loading them registers the models whose
+  // indexes are ensured below.
+  const runs = (role: string) => config.ROLE === 'all' || config.ROLE === role;
+  const [workers, ingestRole, api] = await Promise.all([
+    runs('workers') ? import('./workers/main.js') : undefined,
+    runs('ingest') ? import('./ingest/app.js') : undefined,
+    runs('api') ? import('./api/app.js') : undefined,
+  ]);
   await connectMongo(urls.mongoUrl, logger);
   stops.push(['mongo', disconnectMongo]);
   await ensureIndexes(urls.ferretdbPostgresUrl);
@@ -51,17 +60,14 @@ async function main() {
     }
   }
 
-  const runs = (role: string) => config.ROLE === 'all' || config.ROLE === role;
-  // Each role's modules are loaded only by a process that runs it: an ingest process carries no
-  // S3, SMTP, OIDC or model clients, and idles in less memory.
-  if (runs('workers')) {
-    const { startWorkers } = await import('./workers/main.js');
+  if (workers) {
+    const { startWorkers } = workers;
     const queueRedis = createRedis(urls.redisUrl, 'queue', logger);
     stops.push(['queue redis', () => closeRedis(queueRedis)]);
     stops.push(['workers', await startWorkers({ config, logger, redis: queueRedis, ferretdbPostgresUrl: urls.ferretdbPostgresUrl })]);
   }
-  if (runs('ingest')) {
-    const { createIngestApp } = await import('./ingest/app.js');
+  if (ingestRole) {
+    const { createIngestApp } = ingestRole;
     const ingest = await createIngestApp({ config, logger, redis: fastRedis });
     const server = await listen(ingest.app, config.INGEST_PORT, config.HOST);
     stops.push(['ingest', async () => {
@@ -70,8 +76,8 @@ async function main() {
     }]);
     logger.info({ port: server.port }, 'ingest listening');
   }
-  if (runs('api')) {
-    const { createApiApp } = await import('./api/app.js');
+  if (api) {
+    const { createApiApp } = api;
     const server = await listen(createApiApp({ config, logger, redis: fastRedis }), config.PORT, config.HOST);
     stops.push(['api', server.close]);
     logger.info({ port: server.port }, 'api listening');
