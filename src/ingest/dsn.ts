@@ -12,12 +12,29 @@ export interface IngestDsn {
 interface Entry {
   value: Promise<IngestDsn | undefined>;
   expires: number;
+  /** The DSN as last found, kept after the entry expires, for when the store cannot be asked. */
+  known?: { dsn: IngestDsn; at: number } | undefined;
 }
+
+/**
+ * How long a DSN found live may still be trusted while the store does not answer: telemetry keeps
+ * flowing into Redis through a database outage (a revocation needs the database too, so none can
+ * have been made meanwhile through the API).
+ */
+const TRUSTED_DURING_OUTAGE_MS = 10 * 60_000;
+/** How long a lookup of a DSN seen live may take before the last answer is used instead. */
+const LOOKUP_PATIENCE_MS = 1000;
+
+const patience = (ms: number) =>
+  new Promise<never>((_, reject) => {
+    setTimeout(() => reject(new Error(`the store did not answer within ${ms} ms`)), ms).unref();
+  });
 
 /**
  * Per-process DSN cache. An entry lives `ttlMs` (≤ 5 s), so a revoked DSN stops working on every ingest
  * process within that time without any cross-process signal; unknown keys are remembered for less,
- * so a newly issued DSN works almost at once.
+ * so a newly issued DSN works almost at once. While the store does not answer, a DSN found live in
+ * the last ten minutes is still accepted; one never seen gets 503.
  */
 export class DsnCache {
   private readonly entries = new Map<string, Entry>();
@@ -31,17 +48,29 @@ export class DsnCache {
     const now = Date.now();
     const cached = this.entries.get(publicKey);
     if (cached && cached.expires > now) return cached.value;
-    const value = lookup(publicKey);
-    const entry: Entry = { value, expires: now + this.ttlMs };
-    this.entries.set(publicKey, entry);
-    value.then(
+    const known = cached?.known;
+    const entry: Entry = { value: Promise.resolve(undefined), expires: now + this.ttlMs, known };
+    // a DSN seen live is not held up by a store that takes long to answer (the driver waits up to 10 s for one that is down)
+    const lookedUp = known ? Promise.race([lookup(publicKey), patience(LOOKUP_PATIENCE_MS)]) : lookup(publicKey);
+    entry.value = lookedUp.then(
       (found) => {
+        entry.known = found && { dsn: found, at: now };
         if (!found) entry.expires = now + this.unknownTtlMs;
+        return found;
       },
-      () => this.entries.delete(publicKey),
+      (error: unknown) => {
+        if (known && now - known.at < TRUSTED_DURING_OUTAGE_MS) {
+          // asked again after the next unknown-key interval, so the store's return is noticed soon
+          entry.expires = now + this.unknownTtlMs;
+          return known.dsn;
+        }
+        this.entries.delete(publicKey);
+        throw error;
+      },
     );
+    this.entries.set(publicKey, entry);
     this.evictExpired(now);
-    return value;
+    return entry.value;
   }
 
   /** Keeps the map from growing with keys nobody sends any more (or made-up ones). */
