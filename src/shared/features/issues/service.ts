@@ -356,11 +356,6 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
   if (toCount.length === 0) return;
   // Events stored on an earlier attempt: that attempt may have counted into every issue already.
   if (inserted.length < prepared.length && (await batchApplied(batchId, ISSUES_COUNTED))) return rememberFinished(batchId);
-  // `$inc` cannot tell a retry: the release rollups take this batch's events once
-  if (await claimBatch(batchId, 'release-errors')) {
-    await countIntoReleases(toCount.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errorEvents: 1 } })));
-  }
-
   // New (issue, user) pairs first, so each issue's user count moves in the same write as its event count.
   await recordEndUsers(toCount.map((e) => ({ orgId: e.orgId, projectId: e.projectId, user: e.user, seenAt: e.at })));
   const affected = [
@@ -391,7 +386,11 @@ export async function ingestErrorEvents(items: Stamped<ErrorEventRecord>[], batc
     await applyEventTransitions(issue, now);
   });
   // From now on a retry counts nothing again, and later counts drop this batch's id from its issues.
-  await claimBatch(batchId, ISSUES_COUNTED);
+  // `$inc` cannot tell a retry, so the release rollups take the batch's events under the same claim:
+  // once, or not at all if the worker dies right after claiming.
+  if (await claimBatch(batchId, ISSUES_COUNTED)) {
+    await countIntoReleases(toCount.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errorEvents: 1 } })));
+  }
   rememberFinished(batchId);
 }
 
