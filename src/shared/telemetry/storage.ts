@@ -110,7 +110,14 @@ export function shareWriteTurns(redis: Redis, prefix: string): void {
 }
 
 export async function oneAtATime<T>(collection: string, id: unknown, write: () => Promise<T>): Promise<T> {
-  if (!store.ferretdb) return write();
+  return store.ferretdb ? inTurn(collection, id, write) : write();
+}
+
+/**
+ * Runs `work` in the turn of one document on any store: for a read, then a write that depends on it,
+ * which even MongoDB's atomic updates do not make safe when two batches do it at once.
+ */
+export async function inTurn<T>(collection: string, id: unknown, write: () => Promise<T>): Promise<T> {
   const key = `${collection}\0${String(id)}`;
   const previous = documentQueues.get(key) ?? Promise.resolve();
   const shared = sharedTurn;
@@ -126,6 +133,13 @@ export async function oneAtATime<T>(collection: string, id: unknown, write: () =
   } finally {
     if (documentQueues.get(key) === settled) documentQueues.delete(key);
   }
+}
+
+/** `work` in the turns of several documents, taken in a fixed order so two callers never wait on each other. */
+export function inTurns<T>(collection: string, ids: string[], work: () => Promise<T>): Promise<T> {
+  return [...new Set(ids)]
+    .sort()
+    .reduceRight<() => Promise<T>>((inner, id) => () => inTurn(collection, id, inner), work)();
 }
 
 /**

@@ -4,7 +4,7 @@ import { notFound } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../paging.js';
 import { sha256 } from '../../secrets.js';
 import type { MetricPoint as MetricPointRecord, Stamped } from '../../telemetry/records.js';
-import { attributePairs, contentId, hasAttributes, insertNew, updateEach, upsertAll } from '../../telemetry/storage.js';
+import { attributePairs, contentId, hasAttributes, insertNew, inTurns, updateEach, upsertAll } from '../../telemetry/storage.js';
 import { hourOf } from '../../telemetry/time-buckets.js';
 import { inWindowByHour, scopeFilter, stepMsOf, stepStartOf, type ViewScope } from '../../views.js';
 import { MetricName, MetricPoint, MetricSeries } from './model.js';
@@ -158,14 +158,18 @@ function nameSightings(docs: PointDoc[]): NameSighting[] {
 /**
  * Stores metric points (cumulative counters as deltas) and registers their names. A point's `_id` is
  * derived from its series and time, so a replayed batch inserts nothing new. Points are stored before
- * the series state moves on, so a crash in between is redone identically on retry. Two workers
- * converting the same series at the same moment may both take their delta from the same previous point.
+ * the series state moves on, so a crash in between is redone identically on retry.
  */
 export async function ingestMetricPoints(items: Stamped<MetricPointRecord>[]): Promise<void> {
   const docs = items.map(pointDoc);
-  const { points, advances } = await cumulativeToDelta(docs);
-  await insertNew(MetricPoint.collection, points);
-  await saveSeries(advances);
+  // a batch converts its series in their turns: two batches of one series at once would both take
+  // their delta from the same previous point
+  // (turns of their own: the writes inside take the series documents' turns)
+  await inTurns('metric-series-conversion', docs.filter(isCumulativeCounter).map(seriesStateKey), async () => {
+    const { points, advances } = await cumulativeToDelta(docs);
+    await insertNew(MetricPoint.collection, points);
+    await saveSeries(advances);
+  });
   await upsertAll(
     MetricName.collection,
     nameSightings(docs).map((sighting) => ({
