@@ -729,6 +729,11 @@ describe('Sentry SDK check-ins through the ingest service', () => {
       { check_in_id: hex(16), monitor_slug: 'eons-apart', status: 'ok', monitor_config: { schedule: { type: 'interval', value: 1e9, unit: 'year' } } },
       { check_in_id: checkInId, monitor_slug: 'billing-sync', status: 'in_progress', monitor_config: monitorConfig },
     ]);
+    // the job's end comes after its start was stored, as an SDK's does
+    await eventually(async () => {
+      const found = ((await owner.client.get(`/v1/cron/checks?project=${project.id}`)).body.data as CheckJson[]).find((c) => c.slug === 'billing-sync');
+      return found && (await owner.client.get(`/v1/cron/checks/${found.id}/pings`)).body.data.length === 1 ? true : undefined;
+    }, 'the start stored');
     await send([{ check_in_id: checkInId, monitor_slug: 'billing-sync', status: 'ok', duration: 2.5, monitor_config: monitorConfig }]);
 
     const check = await eventually(async () => {

@@ -6,7 +6,7 @@ import type { MemberPrincipal } from '../../principal.js';
 import { randomBase62 } from '../../secrets.js';
 import { slugify } from '../../slug.js';
 import type { CheckInRecord, Stamped } from '../../telemetry/records.js';
-import { contentId, insertNew, oneAtATime } from '../../telemetry/storage.js';
+import { contentId, insertNew, inTurn, oneAtATime } from '../../telemetry/storage.js';
 import { namedProjects, projectFilter } from '../../views.js';
 import { openAlert, resolveAlert } from '../alerts/service.js';
 import { auditAs } from '../audit/service.js';
@@ -351,28 +351,33 @@ function configOf(config: Record<string, unknown>): Record<string, unknown> | un
  * unknown slug without one is dropped.
  */
 export async function ingestSdkCheckIns(items: Stamped<CheckInRecord>[], now = new Date()): Promise<void> {
-  for (const { orgId, projectId, record } of [...items].sort((a, b) => a.record.timeMs - b.record.timeMs)) {
-    const slug = slugify(record.monitorSlug, { max: 128, fallback: 'check' });
-    const config = record.monitorConfig ? configOf(record.monitorConfig) : undefined;
-    const project = new Types.ObjectId(projectId);
-    let check = await CronCheck.findOne({ projectId: project, slug }).lean<CronCheckDoc>();
-    if (config) {
-      const changed = !check || JSON.stringify([check.schedule.type, check.schedule.value, check.schedule.unit ?? null, check.timezone, check.checkinMargin, check.maxRuntime]) !== JSON.stringify([(config.schedule as { type: string }).type, (config.schedule as { value: unknown }).value, (config.schedule as { unit: unknown }).unit, config.timezone, config.checkinMargin, config.maxRuntime]);
-      if (changed) {
-        try {
-          check = await CronCheck.findOneAndUpdate(
-            { projectId: project, slug },
-            { $set: config, $setOnInsert: { orgId: new Types.ObjectId(orgId), name: record.monitorSlug, state: 'new', paused: false, token: newToken(), createdAt: now } },
-            { upsert: true, returnDocument: 'after' },
-          ).lean<CronCheckDoc>();
-        } catch (error) {
-          if (!isDuplicateKey(error)) throw error;
-          check = await CronCheck.findOne({ projectId: project, slug }).lean<CronCheckDoc>();
-        }
+  for (const item of [...items].sort((a, b) => a.record.timeMs - b.record.timeMs)) {
+    const slug = slugify(item.record.monitorSlug, { max: 128, fallback: 'check' });
+    // two batches checking in to one check at once would each create it or judge it from the same state
+    await inTurn('cron-check-ingest', `${item.projectId}:${slug}`, () => ingestSdkCheckIn(item, slug, now));
+  }
+}
+
+async function ingestSdkCheckIn({ orgId, projectId, record }: Stamped<CheckInRecord>, slug: string, now: Date): Promise<void> {
+  const config = record.monitorConfig ? configOf(record.monitorConfig) : undefined;
+  const project = new Types.ObjectId(projectId);
+  let check = await CronCheck.findOne({ projectId: project, slug }).lean<CronCheckDoc>();
+  if (config) {
+    const changed = !check || JSON.stringify([check.schedule.type, check.schedule.value, check.schedule.unit ?? null, check.timezone, check.checkinMargin, check.maxRuntime]) !== JSON.stringify([(config.schedule as { type: string }).type, (config.schedule as { value: unknown }).value, (config.schedule as { unit: unknown }).unit, config.timezone, config.checkinMargin, config.maxRuntime]);
+    if (changed) {
+      try {
+        check = await CronCheck.findOneAndUpdate(
+          { projectId: project, slug },
+          { $set: config, $setOnInsert: { orgId: new Types.ObjectId(orgId), name: record.monitorSlug, state: 'new', paused: false, token: newToken(), createdAt: now } },
+          { upsert: true, returnDocument: 'after' },
+        ).lean<CronCheckDoc>();
+      } catch (error) {
+        if (!isDuplicateKey(error)) throw error;
+        check = await CronCheck.findOne({ projectId: project, slug }).lean<CronCheckDoc>();
       }
     }
-    if (!check) continue;
-    const at = new Date(Math.min(record.timeMs, now.getTime()));
-    await checkIn(check, { status: sdkStatus[record.status], runId: record.checkInId, durationMs: record.durationMs, source: 'sdk', clientId: record.checkInId }, at);
   }
+  if (!check) return;
+  const at = new Date(Math.min(record.timeMs, now.getTime()));
+  await checkIn(check, { status: sdkStatus[record.status], runId: record.checkInId, durationMs: record.durationMs, source: 'sdk', clientId: record.checkInId }, at);
 }
