@@ -67,7 +67,8 @@ export async function redisAnswers(port: number): Promise<boolean> {
   }
 }
 
-async function mongoAnswers(port: number): Promise<boolean> {
+/** A MongoDB-compatible server on that loopback port that answers a ping. */
+export async function mongoAnswers(port: number): Promise<boolean> {
   const client = new MongoClient(`mongodb://127.0.0.1:${port}`, { serverSelectionTimeoutMS: 1000, directConnection: true });
   try {
     await client.db('admin').command({ ping: 1 });

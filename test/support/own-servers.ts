@@ -11,10 +11,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { mongo } from 'mongoose';
 import pg from 'pg';
 import { loadConfig } from '../../src/shared/config.js';
-import { ferretdbBinary, LOCAL_DATABASE, redisAnswers } from '../../src/shared/local-services.js';
+import { ferretdbBinary, LOCAL_DATABASE, mongoAnswers, redisAnswers } from '../../src/shared/local-services.js';
 
 /** A port nothing listens on right now (the OS picks it; closed again before the server takes it). */
 export async function freePort(): Promise<number> {
@@ -153,17 +152,7 @@ export async function startOwnStore(): Promise<OwnStore> {
     ? ['--handler=postgresql', `--postgresql-url=${postgres.url}?pool_max_conns=24`]
     : ['--handler=sqlite', `--sqlite-url=file:${dir}/`];
   const args = [...handler, `--listen-addr=127.0.0.1:${port}`, '--telemetry=disable', `--state-dir=${dir}`, '--debug-addr=-', '--log-level=warn'];
-  const answers = async () => {
-    const client = new mongo.MongoClient(`mongodb://127.0.0.1:${port}`, { serverSelectionTimeoutMS: 500, directConnection: true });
-    try {
-      await client.db('admin').command({ ping: 1 });
-      return true;
-    } catch {
-      return false;
-    } finally {
-      await client.close();
-    }
-  };
+  const answers = () => mongoAnswers(port);
   const start = async () => {
     const started = launch(binary, args);
     await waitUntil(answers, 'FerretDB', started);
