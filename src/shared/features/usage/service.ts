@@ -1,4 +1,4 @@
-import { Types } from 'mongoose';
+import { Types, type mongo } from 'mongoose';
 import type { z } from 'zod';
 import type { OutcomeRecord, RecordKind, Stamped } from '../../telemetry/records.js';
 import { claimBatch, contentId, upsertAll } from '../../telemetry/storage.js';
@@ -8,52 +8,54 @@ import { DroppedUsage, Usage } from './model.js';
 import { categoryOfKind, usageCategories, type PlanIncluded, type UsageCategory } from './plan.js';
 import type { usageJson } from './schemas.js';
 
+/** A quantity for one project's daily counter, named by `fields` (the category, and the reason for dropped items). */
+interface DailyCount {
+  orgId: string;
+  projectId: string;
+  fields: Record<string, string>;
+  quantity: number;
+}
+
 /**
- * Counts a batch's records per organisation, project, kind and UTC day of processing. Applied once
- * per batch id (see claimBatch), since `$inc` alone would count a replayed batch twice.
+ * Adds a batch's quantities into per-project counters of the UTC day of processing, each addressed
+ * by an `_id` derived from `concern`, the project, the fields and the day. Applied once per batch id
+ * and concern (see claimBatch), since `$inc` alone would count a replayed batch twice.
  */
-export async function countUsage(kind: RecordKind, items: Stamped<unknown>[], batchId: string, now = new Date()): Promise<void> {
-  if (!(await claimBatch(batchId, 'usage', now))) return;
+async function countDaily(collection: mongo.Collection, concern: string, batchId: string, now: Date, counts: DailyCount[]): Promise<void> {
+  if (!(await claimBatch(batchId, concern, now))) return;
   const day = now.toISOString().slice(0, 10);
-  const quantities = new Map<string, { orgId: string; projectId: string; quantity: number }>();
-  for (const { orgId, projectId } of items) {
-    const key = `${orgId}:${projectId}`;
-    const counter = quantities.get(key) ?? { orgId, projectId, quantity: 0 };
-    counter.quantity += 1;
-    quantities.set(key, counter);
+  const sums = new Map<string, DailyCount>();
+  for (const count of counts) {
+    const key = JSON.stringify([count.projectId, ...Object.values(count.fields)]);
+    const sum = sums.get(key) ?? { ...count, quantity: 0 };
+    sum.quantity += count.quantity;
+    sums.set(key, sum);
   }
   await upsertAll(
-    Usage.collection,
-    [...quantities.values()].map(({ orgId, projectId, quantity }) => ({
+    collection,
+    [...sums.values()].map(({ orgId, projectId, fields, quantity }) => ({
       updateOne: {
-        filter: { _id: contentId('usage', projectId, kind, day) },
-        update: { $setOnInsert: { orgId: new Types.ObjectId(orgId), projectId: new Types.ObjectId(projectId), category: kind, day }, $inc: { quantity } },
+        filter: { _id: contentId(concern, projectId, ...Object.values(fields), day) },
+        update: { $setOnInsert: { orgId: new Types.ObjectId(orgId), projectId: new Types.ObjectId(projectId), ...fields, day }, $inc: { quantity } },
         upsert: true,
       },
     })),
   );
 }
 
-/** Counts a batch's dropped items per project, category, reason and UTC day, once per batch id. */
-export async function countDropped(items: Stamped<OutcomeRecord>[], batchId: string, now = new Date()): Promise<void> {
-  if (!(await claimBatch(batchId, 'dropped', now))) return;
-  const day = now.toISOString().slice(0, 10);
-  const counters = new Map<string, { orgId: string; projectId: string; category: string; reason: string; quantity: number }>();
-  for (const { orgId, projectId, record } of items) {
-    const key = `${projectId}/${record.category}/${record.reason}`;
-    const counter = counters.get(key) ?? { orgId, projectId, category: record.category, reason: record.reason, quantity: 0 };
-    counter.quantity += record.quantity;
-    counters.set(key, counter);
-  }
-  await upsertAll(
+/** Counts a batch's records per organisation, project, kind and UTC day of processing. */
+export function countUsage(kind: RecordKind, items: Stamped<unknown>[], batchId: string, now = new Date()): Promise<void> {
+  return countDaily(Usage.collection, 'usage', batchId, now, items.map(({ orgId, projectId }) => ({ orgId, projectId, fields: { category: kind }, quantity: 1 })));
+}
+
+/** Counts a batch's dropped items per project, category, reason and UTC day. */
+export function countDropped(items: Stamped<OutcomeRecord>[], batchId: string, now = new Date()): Promise<void> {
+  return countDaily(
     DroppedUsage.collection,
-    [...counters.values()].map(({ orgId, projectId, category, reason, quantity }) => ({
-      updateOne: {
-        filter: { _id: contentId('dropped', projectId, category, reason, day) },
-        update: { $setOnInsert: { orgId: new Types.ObjectId(orgId), projectId: new Types.ObjectId(projectId), category, reason, day }, $inc: { quantity } },
-        upsert: true,
-      },
-    })),
+    'dropped',
+    batchId,
+    now,
+    items.map(({ orgId, projectId, record }) => ({ orgId, projectId, fields: { category: record.category, reason: record.reason }, quantity: record.quantity })),
   );
 }
 
