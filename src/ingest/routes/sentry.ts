@@ -10,6 +10,9 @@ function projectNumberOf(value: string | undefined): number {
   return Number(value);
 }
 
+/** Something was invalid and nothing could be stored: the request is refused rather than answered 200. */
+const nothingKept = (dropped: number, records: Record<string, unknown[]>) => dropped > 0 && Object.values(records).every((list) => list.length === 0);
+
 /** Sentry's ingest routes, answering as Relay does: 200 `{"id"}` once the data is durable. */
 export function sentryRouter(ctx: IngestContext): Router {
   const router = Router();
@@ -24,7 +27,7 @@ export function sentryRouter(ctx: IngestContext): Router {
     const { records, eventId, dropped, outcomes } = await normalizeEnvelope(envelope, { nowMs: Date.now(), replayCapture: dsn.replayCapture });
     // Items of kinds Sluice does not keep (client reports…) are skipped quietly; invalid ones are only
     // refused when nothing else could be stored, so one bad item never costs the rest.
-    if (dropped > 0 && Object.values(records).every((list) => list.length === 0)) {
+    if (nothingKept(dropped, records)) {
       throw new AppError('invalid_request', `none of the envelope's items could be stored: ${dropped} ${dropped === 1 ? 'item was' : 'items were'} invalid (not JSON of their type, a missing or malformed id, or over their size limit)`);
     }
     await enqueueRecords(ctx, dsn, { ...records, outcomes });
@@ -45,7 +48,7 @@ export function sentryRouter(ctx: IngestContext): Router {
     }
     if (!event || typeof event !== 'object' || Array.isArray(event)) throw new AppError('invalid_request', 'the event must be a JSON object');
     const { records, eventId, dropped, outcomes } = normalizeStoreEvent(event as Record<string, unknown>, Date.now());
-    if (dropped > 0 && Object.values(records).every((list) => list.length === 0)) throw new AppError('invalid_request', 'the event could not be stored: it is not a valid event or is nested too deep');
+    if (nothingKept(dropped, records)) throw new AppError('invalid_request', 'the event could not be stored: it is not a valid event or is nested too deep');
     await enqueueRecords(ctx, dsn, { ...records, outcomes });
     res.json({ id: eventId });
   });
