@@ -44,6 +44,7 @@ function codeHost(req: IncomingMessage, res: ServerResponse) {
     const path = url.slice('/github'.length);
     if (path === '/repos/acme/shop') return answer(res, 200, { full_name: 'acme/shop', html_url: `${GITHUB_WEB}/acme/shop`, default_branch: 'trunk', private: true });
     if (path === '/repos/acme/flaky') return answer(res, 502, { message: 'Server Error' });
+    if (path === '/repos/acme/scripted') return answer(res, 200, { full_name: 'acme/scripted', html_url: 'javascript:alert(document.cookie)', default_branch: 'main' });
     // a proxy or a wrong GITHUB_API_URL: a web page where the API should be
     if (path === '/repos/acme/portal') return res.writeHead(200, { 'content-type': 'text/html' }).end('<!doctype html><title>Sign in</title>');
     // what GitHub answers on the paths a malformed "repository" could reach
@@ -54,6 +55,9 @@ function codeHost(req: IncomingMessage, res: ServerResponse) {
   if (url.startsWith('/api/v4/')) {
     if (req.headers['private-token'] !== GITLAB_TOKEN) return answer(res, 401, { message: '401 Unauthorized' });
     if (url === '/api/v4/projects/group%2Fsub%2Fshop') return answer(res, 200, { path_with_namespace: 'group/sub/shop', web_url: `${GITLAB_WEB}/group/sub/shop`, default_branch: 'develop' });
+    // a renamed project redirects within the API; a hostile or misconfigured one to another origin
+    if (url === '/api/v4/projects/group%2Frenamed') return res.writeHead(301, { location: '/api/v4/projects/group%2Fsub%2Fshop' }).end();
+    if (url === '/api/v4/projects/group%2Fmoved') return res.writeHead(302, { location: `http://localhost:${hostPort}/api/v4/projects/group%2Fsub%2Fshop` }).end();
     return answer(res, 404, { message: '404 Project Not Found' });
   }
   return answer(res, 404, { message: 'Not Found' });
@@ -250,6 +254,29 @@ describe('GitLab', () => {
     expect({ status: unknown.status, code: unknown.body.code }).toEqual({ status: 400, code: 'validation_failed' });
     expect(unknown.body.message).toContain('GitLab knows no repository');
     expect(await list(owner, project.id)).toEqual([]);
+  });
+});
+
+describe('what a code host answers is not trusted', () => {
+  test('a redirect within the API is followed; one to another origin is refused and the token never goes there', async () => {
+    const project = await createProject(owner);
+    const renamed = await put(owner, project.id, 'gitlab', { repository: 'group/renamed', access_token: GITLAB_TOKEN });
+    expect(renamed.status).toBe(200);
+    expect(renamed.body.repository_url).toBe(`${GITLAB_WEB}/group/sub/shop`);
+
+    const seen = hostRequests.length;
+    const moved = await put(owner, project.id, 'gitlab', { repository: 'group/moved', access_token: GITLAB_TOKEN });
+    expect({ status: moved.status, code: moved.body.code }).toEqual({ status: 400, code: 'validation_failed' });
+    expect(moved.body.message).toContain('GitLab redirected to another origin');
+    // only the redirecting request reached a server: the other origin never saw PRIVATE-TOKEN
+    expect(hostRequests.slice(seen)).toEqual([{ method: 'GET', url: '/api/v4/projects/group%2Fmoved', authorization: undefined, privateToken: GITLAB_TOKEN }]);
+  });
+
+  test("a repository page that is not an http(s) URL is not kept: links fall back to the host's own", async () => {
+    const project = await createProject(owner);
+    const reply = await put(owner, project.id, 'github', { repository: 'acme/scripted', access_token: GITHUB_TOKEN });
+    expect(reply.status).toBe(200);
+    expect(reply.body.repository_url).toBe('https://github.com/acme/scripted');
   });
 });
 

@@ -1,4 +1,7 @@
 import type { Config } from '../config.js';
+import { httpLinkOrUndefined } from '../links.js';
+
+const stringOf = (value: unknown) => (typeof value === 'string' ? value : undefined);
 
 export const providers = ['github', 'gitlab'] as const;
 export type Provider = (typeof providers)[number];
@@ -14,6 +17,8 @@ export interface RepositoryFacts {
 export class CodeHostRefusal extends Error {}
 
 const TIMEOUT_MS = 10_000;
+/** Redirects followed within the API's own origin (a renamed repository); one to another origin is refused. */
+const MAX_REDIRECTS = 5;
 
 /** GitHub and GitLab REST clients: the only place Sluice talks to a code host. */
 export interface CodeHosts {
@@ -22,11 +27,22 @@ export interface CodeHosts {
 
 export function createCodeHosts(config: Config): CodeHosts {
   const request = async (url: string, headers: Record<string, string>, host: string) => {
+    // The token travels in a header fetch would forward across a redirect to any host (GitLab's
+    // PRIVATE-TOKEN is no Authorization header), so redirects are followed here, within the origin only.
     let response: Response;
-    try {
-      response = await fetch(url, { headers: { accept: 'application/json', 'user-agent': 'Sluice', ...headers }, signal: AbortSignal.timeout(TIMEOUT_MS) });
-    } catch (error) {
-      throw new CodeHostRefusal(`${host} could not be reached: ${(error as Error).message}`);
+    let target = new URL(url);
+    for (let hops = 0; ; hops++) {
+      try {
+        response = await fetch(target, { headers: { accept: 'application/json', 'user-agent': 'Sluice', ...headers }, redirect: 'manual', signal: AbortSignal.timeout(TIMEOUT_MS) });
+      } catch (error) {
+        throw new CodeHostRefusal(`${host} could not be reached: ${(error as Error).message}`);
+      }
+      const location = response.status >= 300 && response.status < 400 ? response.headers.get('location') : null;
+      if (location === null) break;
+      const next = new URL(location, target);
+      if (next.origin !== target.origin) throw new CodeHostRefusal(`${host} redirected to another origin (${next.origin}); the access token is not sent there`);
+      if (hops === MAX_REDIRECTS) throw new CodeHostRefusal(`${host} redirected more than ${MAX_REDIRECTS} times`);
+      target = next;
     }
     if (response.status === 401) throw new CodeHostRefusal(`${host} refused the access token (401): it is wrong, expired or revoked`);
     if (response.status === 403) throw new CodeHostRefusal(`${host} refused access to the repository with this token (403)`);
@@ -50,10 +66,10 @@ export function createCodeHosts(config: Config): CodeHosts {
         const segments = repository.split('/');
         if (segments.length !== 2 || segments.some((segment) => segment === '.' || segment === '..' || segment === '')) throw new CodeHostRefusal('a GitHub repository is owner/name');
         const body = await request(`${api(config.GITHUB_API_URL)}/repos/${segments.map(encodeURIComponent).join('/')}`, { authorization: `Bearer ${token}`, accept: 'application/vnd.github+json', 'x-github-api-version': '2022-11-28' }, 'GitHub');
-        return { webUrl: String(body.html_url ?? `https://github.com/${repository}`), defaultBranch: String(body.default_branch ?? 'main') };
+        return { webUrl: httpLinkOrUndefined(stringOf(body.html_url)) ?? `https://github.com/${repository}`, defaultBranch: String(body.default_branch ?? 'main') };
       }
       const body = await request(`${api(config.GITLAB_API_URL)}/projects/${encodeURIComponent(repository)}`, { 'private-token': token }, 'GitLab');
-      return { webUrl: String(body.web_url ?? `https://gitlab.com/${repository}`), defaultBranch: String(body.default_branch ?? 'main') };
+      return { webUrl: httpLinkOrUndefined(stringOf(body.web_url)) ?? `https://gitlab.com/${repository}`, defaultBranch: String(body.default_branch ?? 'main') };
     },
   };
 }
