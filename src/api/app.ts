@@ -19,7 +19,8 @@ import { healthRouter } from '../shared/http/health.js';
 import { requestId } from '../shared/http/request-id.js';
 import type { Logger } from '../shared/logger.js';
 import type { ApiDeps } from './deps.js';
-import { authenticate, rateLimitIdentity } from './middleware/authenticate.js';
+import { authenticate, rateLimitIdentity, rateLimitOrganisation } from './middleware/authenticate.js';
+import { deadline } from './middleware/deadline.js';
 import { createRateLimits, rateLimitBy } from './middleware/rate-limit.js';
 import { openApiRoute } from './openapi.js';
 import { accountRoutes } from './routes/accounts.js';
@@ -74,12 +75,14 @@ export interface ApiAppOptions {
 export function createApiApp({ config, logger, redis, blobs = createBlobStore(config) }: ApiAppOptions): Express {
   // check-ins, issue status changes and monitor edits write documents the workers count into too
   shareWriteTurns(redis, config.REDIS_PREFIX);
+  const outbound = createOutbound({ allowlist: parseAllowlist(config.OUTBOUND_ALLOWLIST) });
   const deps: ApiDeps = {
     config,
     limits: createRateLimits(config, redis),
-    outbound: createOutbound({ allowlist: parseAllowlist(config.OUTBOUND_ALLOWLIST) }),
+    outbound,
     codeHosts: createCodeHosts(config),
     secrets: createSecretBox(config),
+    mailer: createMailer(config, redis),
   };
   // AI on: investigation jobs go to the workers through this queue (on the shared `fast` client, as ingest's).
   const investigationQueue = aiEnabled(config) ? new Queue('investigations', { connection: redis, prefix: config.REDIS_PREFIX }) : undefined;
@@ -92,7 +95,7 @@ export function createApiApp({ config, logger, redis, blobs = createBlobStore(co
   });
   const routes: AnyRoute[] = [
     ...accountRoutes(deps),
-    ...memberRoutes(),
+    ...memberRoutes(deps),
     ...projectRoutes(deps),
     ...apiKeyRoutes(),
     ...settingsRoutes(),
@@ -114,7 +117,7 @@ export function createApiApp({ config, logger, redis, blobs = createBlobStore(co
     ...dashboardRoutes(() => routes),
     ...replayRoutes(blobs),
     ...aiRoutes,
-    ...ssoRoutes(deps, { oidc: createOidcClient(), dns: createDnsClient(config) }),
+    ...ssoRoutes(deps, { oidc: createOidcClient({ outbound, logger }), dns: createDnsClient(config) }),
     ...usageRoutes(deps),
     // without PAYMENT_API_KEY checkout is not mounted at all: 404 for everyone
     ...(config.PAYMENT_API_KEY ? checkoutRoutes(deps, createPayments(config)) : []),
@@ -146,10 +149,12 @@ export function createApiApp({ config, logger, redis, blobs = createBlobStore(co
       else done(null, { origin: false });
     }),
   );
-  const mailer = createMailer(config);
+  const { mailer } = deps;
   app.use(healthRouter({ mongo: pingMongo, redis: () => pingRedis(redis), blob: () => blobs.ping() }, { email: mailer ? () => mailer.ping() : { off: 'SMTP_URL is not set: email destinations and digests are off' } }));
 
   const v1 = Router();
+  // a request still working after REQUEST_DEADLINE_MS is answered 503 deadline_exceeded and its reads stop
+  v1.use(deadline(config.REQUEST_DEADLINE_MS, errorHandler(logger), isArtifactUpload));
   // SSO off (no API_PUBLIC_URL): every SSO route answers 501 sso_unavailable before any credential is looked at
   v1.use(SSO_PATHS, ssoGate(config));
   // AI off: every AI route answers 501 ai_unavailable before any credential is looked at
@@ -161,6 +166,8 @@ export function createApiApp({ config, logger, redis, blobs = createBlobStore(co
   v1.use(cookieParser());
   v1.use(authenticate(config));
   v1.use(rateLimitBy(deps.limits.api, rateLimitIdentity));
+  // then the organisation's budget, shared by all its sessions and API keys
+  v1.use(rateLimitBy(deps.limits.org, rateLimitOrganisation, { outer: true }));
   mountRoutes(v1, routes);
   app.use(v1);
 

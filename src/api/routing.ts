@@ -120,6 +120,8 @@ export function mountRoutes(router: Router, routes: readonly AnyRoute[]): void {
       const query = parseQuery(route, req.query);
       const body = route.body ? parseBody(route.body, req) : undefined;
       const result = await route.handler({ params, query, body, principal: principal as MemberPrincipal, req, res });
+      // past its deadline the request was answered already (deadline_exceeded)
+      if (res.headersSent) return;
       const status = route.status ?? 200;
       if (status === 204) res.status(204).end();
       else res.status(status).json(result);

@@ -6,6 +6,7 @@ const positiveInt = z.coerce.number().int().positive();
 const optionalUrl = z.url().optional().or(z.literal('').transform(() => undefined));
 const postgresUrl = z.string().regex(/^postgres(ql)?:\/\//, 'must be a postgres:// URL');
 const optionalText = z.string().optional().transform((value) => value || undefined);
+const flag = z.enum(['true', 'false', '1', '0'], 'must be true, false, 1 or 0').transform((value) => value === 'true' || value === '1');
 
 export const localStoreChoices = ['auto', 'postgresql', 'sqlite'] as const;
 export type LocalStoreChoice = (typeof localStoreChoices)[number];
@@ -45,12 +46,15 @@ const schema = z.object({
   S3_ACCESS_KEY_ID: optionalText,
   S3_SECRET_ACCESS_KEY: optionalText,
   /** Path-style addressing (`endpoint/bucket/key`), which MinIO and most self-hosted stores need. */
-  S3_FORCE_PATH_STYLE: z.enum(['true', 'false', '1', '0'], 'must be true, false, 1 or 0').default('false').transform((value) => value === 'true' || value === '1'),
+  S3_FORCE_PATH_STYLE: flag.default(false),
   DASHBOARD_ORIGIN: z.url().default('http://localhost:3000'),
   /** Public URL of the API; also switches single sign-on on. */
   API_PUBLIC_URL: optionalUrl,
   /** Host written into DSN strings; defaults to http://localhost:<INGEST_PORT>. */
   INGEST_PUBLIC_URL: optionalUrl,
+  /** The session cookie's Secure flag; unset: on when API_PUBLIC_URL is https. */
+  COOKIE_SECURE: flag.optional().or(z.literal('').transform(() => undefined)),
+  /** How long a session cookie (and the session behind it) lasts after login: 30 days, as CONTRACT.md fixes. */
   SESSION_TTL_HOURS: positiveInt.default(720),
   /** log2 of scrypt's N. 17 is the OWASP recommendation; tests lower it to stay fast. */
   PASSWORD_HASH_COST: z.coerce.number().int().min(10).max(20).default(17),
@@ -61,8 +65,21 @@ const schema = z.object({
   RATE_LIMIT_LOGIN_WINDOW_SECONDS: positiveInt.default(900),
   RATE_LIMIT_REGISTER: positiveInt.default(20),
   RATE_LIMIT_REGISTER_WINDOW_SECONDS: positiveInt.default(3600),
+  /** Password-reset mails one address may be sent per window (no inbox is flooded through the reset form). */
+  RATE_LIMIT_PASSWORD_RESET: positiveInt.default(5),
+  RATE_LIMIT_PASSWORD_RESET_WINDOW_SECONDS: positiveInt.default(3600),
   RATE_LIMIT_API: positiveInt.default(1200),
   RATE_LIMIT_API_WINDOW_SECONDS: positiveInt.default(60),
+  /**
+   * How long an API request may work: one still working after it is answered 503 deadline_exceeded and
+   * its reads stop (artifact uploads excepted).
+   */
+  REQUEST_DEADLINE_MS: positiveInt.default(10_000),
+  /**
+   * Requests all the sessions and API keys of one organisation may make together per
+   * RATE_LIMIT_API_WINDOW_SECONDS (4 × RATE_LIMIT_API's default), so minting more keys buys no more budget.
+   */
+  RATE_LIMIT_ORG: positiveInt.default(4800),
   /** Requests one DSN may send per second to the ingest service (abuse control, never a plan figure). */
   INGEST_RATE_LIMIT_PER_SECOND: positiveInt.default(1000),
   /** How long an ingest process trusts its cached DSN lookup; revocation takes effect within this. */
@@ -136,6 +153,8 @@ const schema = z.object({
   /** Where alert and digest email goes, e.g. smtp://127.0.0.1:2525; unset: email is off. */
   SMTP_URL: optionalUrl,
   MAIL_FROM: z.string().min(3).default('Sluice <alerts@localhost>'),
+  /** Mail the service may send for one organisation per hour (alerts, digests, confirmations); past it, mail is not sent. */
+  MAIL_PER_ORG_PER_HOUR: positiveInt.default(100),
   /**
    * Addresses and CIDR ranges uptime probes and webhooks may reach although the outbound guard refuses
    * private, loopback and metadata addresses (a self-hosted install probing its own network).
@@ -165,7 +184,7 @@ export interface Config extends Readonly<Omit<Env, 'INGEST_PUBLIC_URL' | 'BLOB_D
   readonly INGEST_PUBLIC_URL: string;
   readonly BLOB_DIR: string;
   readonly INGEST_SPOOL_DIR: string;
-  /** True when cookies must carry the Secure flag (the public URL is https). */
+  /** True when cookies carry the Secure flag: COOKIE_SECURE, else whether the public URL is https. */
   readonly secureCookies: boolean;
 }
 
@@ -184,6 +203,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     INGEST_PUBLIC_URL: value.INGEST_PUBLIC_URL ?? `http://localhost:${value.INGEST_PORT}`,
     BLOB_DIR: value.BLOB_DIR ?? `${value.DATA_DIR}/blobs`,
     INGEST_SPOOL_DIR: value.INGEST_SPOOL_DIR ?? `${value.DATA_DIR}/spool/${value.REDIS_PREFIX}`,
-    secureCookies: value.API_PUBLIC_URL?.startsWith('https:') ?? false,
+    secureCookies: value.COOKIE_SECURE ?? value.API_PUBLIC_URL?.startsWith('https:') ?? false,
   });
 }

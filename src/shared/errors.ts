@@ -15,7 +15,10 @@ export const errorStatus = {
   internal_error: 500,
   sso_unavailable: 501,
   ai_unavailable: 501,
+  email_unavailable: 501,
   not_ready: 503,
+  /** A request still working at REQUEST_DEADLINE_MS: answered, and its reads stopped. */
+  deadline_exceeded: 503,
 } as const;
 
 export type ErrorCode = keyof typeof errorStatus;

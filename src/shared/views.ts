@@ -1,8 +1,10 @@
-import type { mongo, Types } from 'mongoose';
+import { Types, type mongo } from 'mongoose';
 import { z } from 'zod';
+import { chargeWork, checkDeadline, untilDeadline } from './context.js';
 import { AppError } from './errors.js';
 import { Project } from './features/projects/model.js';
 import { parseId } from './paging.js';
+import { hoursWithRollups } from './telemetry/rolled-up-hours.js';
 import { inParallel } from './telemetry/storage.js';
 import { hourOf } from './telemetry/time-buckets.js';
 
@@ -12,6 +14,11 @@ const MAX_WINDOW_DAYS = 366;
 const MAX_WINDOW_MS = MAX_WINDOW_DAYS * DAY_MS;
 /** Hours of a window read at once. */
 const PARALLEL_HOURS = 4;
+/** A view's rate-limit cost: one point per started stretch of this length of its window (docs/api.md, "Rate limits"). */
+const WINDOW_COST_MS = 7 * DAY_MS;
+
+/** The rate-limit points a view over [from, to) costs: one per started 7 days, at least one. */
+export const windowCost = (from: Date, to: Date) => Math.max(1, Math.ceil((to.getTime() - from.getTime()) / WINDOW_COST_MS));
 
 /** ISO-8601 or epoch milliseconds, as CONTRACT.md allows for `from` and `to`. */
 const instant = z
@@ -88,6 +95,8 @@ export async function viewScope(
   if (to.getTime() - from.getTime() > MAX_WINDOW_MS) {
     throw new AppError('validation_failed', `the window is longer than ${MAX_WINDOW_DAYS} days`, { details: [{ path: 'query.from', message: `at most ${MAX_WINDOW_DAYS} days before to` }] });
   }
+  // the request paid one point already; a longer window reads more and pays for it before any read
+  await chargeWork(windowCost(from, to) - 1);
   return { orgId, projectIds: await namedProjects(orgId, query.project), from, to };
 }
 
@@ -153,6 +162,7 @@ export async function newestMinutesFirst<T, U = number>(
 ): Promise<void> {
   let width = 1;
   for (let next = 0; next < minutes.length && !full(); ) {
+    checkDeadline();
     const round = minutes.slice(next, next + width);
     const found = await Promise.all(round.map(read));
     for (const docs of found) {
@@ -166,8 +176,10 @@ export async function newestMinutesFirst<T, U = number>(
 
 /**
  * Documents bucketed by `hour` whose time (`timeOf`, by default a rollup's minute `at`) is in
- * [from, to) and that match `filter`: one equality lookup per hour the window touches (FerretDB
- * answers `hour` from an index, a range on a date it cannot).
+ * [from, to) and that match `filter`: one equality lookup per hour that may hold any (FerretDB
+ * answers `hour` from an index, a range on a date it cannot). With an organisation in `filter`, the
+ * hours that hold nothing are skipped (one lookup of the marked hours, see rolled-up-hours.ts). A
+ * request's read stops at its deadline: checked before each hour, and each lookup carries the time left.
  */
 export async function allInWindowByHour<T extends object>(
   collection: mongo.Collection,
@@ -177,8 +189,12 @@ export async function allInWindowByHour<T extends object>(
   timeOf: (doc: T) => Date = (doc) => (doc as { at: Date }).at,
 ): Promise<T[]> {
   const found: T[] = [];
-  await inParallel(hoursOf(from, to), PARALLEL_HOURS, async (hour) => {
-    const docs = (await collection.find({ ...filter, hour }).toArray()) as unknown as T[];
+  const window = hoursOf(from, to);
+  const orgId = filter.orgId instanceof Types.ObjectId ? filter.orgId : undefined;
+  const hours = orgId && window.length > PARALLEL_HOURS ? await hoursWithRollups(collection, orgId, window) : window;
+  await inParallel(hours, PARALLEL_HOURS, async (hour) => {
+    checkDeadline();
+    const docs = (await collection.find({ ...filter, hour }, untilDeadline()).toArray()) as unknown as T[];
     found.push(...docs.filter((doc) => timeOf(doc) >= from && timeOf(doc) < to));
   });
   return found;

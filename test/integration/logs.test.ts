@@ -153,3 +153,41 @@ describe('GET /v1/logs/patterns', () => {
     }
   });
 });
+
+describe('a 366-day window', () => {
+  const DAY_MS = 86_400_000;
+  /** Two days before the other lines: the year's logs lie on two days. */
+  const earlier: LogSpec[] = [0, 1, 2].map((i) => ({ service: 'cache', body: `Cache warmed in ${10 + i} ms`, level: 'info', at: t0 - 2 * DAY_MS + i * 60_000 }));
+  const year = () => {
+    const now = Date.now();
+    return `project=${project.id}&from=${now - 366 * DAY_MS}&to=${now}`;
+  };
+  const timed = async (path: string) => {
+    const started = Date.now();
+    const reply = await owner.client.get(path);
+    return { reply, ms: Date.now() - started };
+  };
+
+  beforeAll(async () => {
+    await send(earlier);
+    await eventually(async () => ((await owner.client.get(`/v1/logs?${year()}&service=cache`)).body.data?.length === earlier.length ? true : undefined), 'the earlier lines stored');
+  });
+
+  test('a search matching nothing reads only the hours that hold logs: it answers in well under 3 s', async () => {
+    const { reply, ms } = await timed(`/v1/logs?${year()}&q=nowhere-to-be-found`);
+    expect(reply.status).toBe(200);
+    expect(ms).toBeLessThan(3000);
+    expect(reply.body).toEqual({ data: [], next_cursor: null });
+    const all = await timed(`/v1/logs?${year()}&limit=200`);
+    expect(all.ms).toBeLessThan(3000);
+    expect(all.reply.body.data).toHaveLength(lines.length + earlier.length);
+  });
+
+  test('the patterns of both days, in well under 3 s', async () => {
+    const { reply, ms } = await timed(`/v1/logs/patterns?${year()}`);
+    expect(reply.status).toBe(200);
+    expect(ms).toBeLessThan(3000);
+    const counts = Object.fromEntries(reply.body.data.map((pattern: { template: string; count: number }) => [pattern.template, pattern.count]));
+    expect(counts).toEqual({ 'User <*> logged in from <*>': 3, 'Payment <*> for order <*>': 3, 'Cache warmed in <*> ms': 3 });
+  });
+});

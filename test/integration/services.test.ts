@@ -7,7 +7,7 @@
 import { bucketsOf, percentile } from '../../src/shared/telemetry/histogram.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { hex, otlpTraces, projectWithDsn, type OtlpSpan, type ProjectWithDsn } from '../support/factories/telemetry.js';
-import { type Harness, useHarness } from '../support/harness.js';
+import { type Harness, startHarness, useHarness } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
 
 let h: Harness;
@@ -154,6 +154,76 @@ describe('GET /v1/services/structure', () => {
     expect(reply.body.fan_in[0]).toEqual({ node: 'service:api', count: 2 });
     expect(reply.body.fan_out[0]).toEqual({ node: 'service:api', count: 3 });
     expect(reply.body.longest_chain).toEqual(['service:web', 'service:api', 'messaging:orders', 'service:worker']);
+  });
+});
+
+describe('a 366-day window', () => {
+  const DAY_MS = 86_400_000;
+  /** Two days before the main traffic: the year's data lies on two days. */
+  const earlier = t0 - 2 * DAY_MS;
+  const EARLIER = 5;
+  const yearQuery = () => {
+    const now = Date.now();
+    return `project=${project.id}&from=${new Date(now - 366 * DAY_MS).toISOString()}&to=${new Date(now).toISOString()}`;
+  };
+  const timed = async (path: string) => {
+    const started = Date.now();
+    const reply = await owner.client.get(path);
+    return { reply, ms: Date.now() - started };
+  };
+
+  beforeAll(async () => {
+    await send(
+      'web',
+      Array.from({ length: EARLIER }, (_, i): SpanSpec[] => {
+        const traceId = hex(16);
+        const web = hex(8);
+        return [
+          { traceId, id: web, name: 'GET /checkout', kind: 'server', startMs: earlier + i * 60_000, durationMs: 50, attributes: { 'http.route': '/checkout', 'http.response.status_code': 200 } },
+          { traceId, id: hex(8), parent: web, name: 'SELECT carts', kind: 'client', startMs: earlier + i * 60_000 + 5, durationMs: 5, attributes: { 'db.system': 'postgresql' } },
+        ];
+      }).flat(),
+    );
+    await eventually(async () => {
+      const reply = await owner.client.get(`/v1/services?${yearQuery()}`);
+      return reply.body.data?.find((service: { name: string }) => service.name === 'web')?.requests === TRACES + EARLIER ? true : undefined;
+    }, 'the earlier day counted');
+  });
+
+  test('the services list and the map read only the hours that hold traffic: each answers in well under 3 s, with both days', async () => {
+    const list = await timed(`/v1/services?${yearQuery()}`);
+    expect(list.reply.status).toBe(200);
+    expect(list.ms).toBeLessThan(3000);
+    const byName = Object.fromEntries(list.reply.body.data.map((service: { name: string; requests: number }) => [service.name, service.requests]));
+    expect(byName).toEqual({ web: TRACES + EARLIER, api: TRACES, worker: TRACES });
+
+    const map = await timed(`/v1/services/map?${yearQuery()}`);
+    expect(map.reply.status).toBe(200);
+    expect(map.ms).toBeLessThan(3000);
+    const calls = Object.fromEntries(map.reply.body.edges.map((edge: { source: string; target: string; calls: number }) => [`${edge.source}>${edge.target}`, edge.calls]));
+    expect(calls).toMatchObject({ 'service:web>service:api': TRACES, 'service:web>database:postgresql': EARLIER, 'service:api>database:postgresql': TRACES });
+  });
+
+  describe('with a deadline the request cannot meet', () => {
+    let slow: Harness;
+    beforeAll(async () => {
+      slow = await startHarness({ REQUEST_DEADLINE_MS: '1' });
+    });
+    afterAll(async () => {
+      await slow.close();
+    });
+
+    test('it answers 503 deadline_exceeded promptly, and the process keeps answering', async () => {
+      const key = (await owner.client.post('/v1/api-keys', { name: 'deadline' })).body.secret as string;
+      const started = Date.now();
+      const reply = await slow.api.with({ bearer: key }).get(`/v1/services/map?${yearQuery()}`);
+      expect(Date.now() - started).toBeLessThan(1000);
+      expect(reply.status).toBe(503);
+      expect(reply.body).toEqual({ code: 'deadline_exceeded', message: expect.any(String), request_id: reply.headers.get('x-request-id') });
+      const health = await slow.api.get('/healthz');
+      expect(health.status).toBe(200);
+      expect(health.body).toEqual({ status: 'ok' });
+    });
   });
 });
 

@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler, RequestHandler } from 'express';
+import { deadlineExceeded } from '../context.js';
 import { AppError, isDuplicateKey, type ErrorCode } from '../errors.js';
 import type { Logger } from '../logger.js';
 
@@ -14,6 +15,8 @@ const parserErrors: Record<string, { code: ErrorCode; message: string }> = {
 export function toAppError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   if (isDuplicateKey(error)) return new AppError('conflict', 'that already exists', { cause: error });
+  // MaxTimeMSExpired: a read given the time left before its request's deadline (untilDeadline) ran out of it
+  if ((error as { code?: unknown } | null)?.code === 50) return deadlineExceeded();
   const type = (error as { type?: unknown } | null)?.type;
   const parser = typeof type === 'string' ? parserErrors[type] : undefined;
   if (parser) return new AppError(parser.code, parser.message, { cause: error });

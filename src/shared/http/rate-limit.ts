@@ -28,17 +28,19 @@ function limitHeaders(limiter: RateLimiterAbstract, result: RateLimiterRes): Rec
 }
 
 /**
- * Takes one point for `key` (hashed: keys may carry credentials); over the limit throws `rate_limited`
- * with Retry-After, plus whatever `refusalHeaders` adds for the protocol (Sentry's X-Sentry-Rate-Limits).
+ * Takes `points` (one unless the request's work costs more) for `key` (hashed: keys may carry credentials);
+ * over the limit throws `rate_limited` with Retry-After, plus whatever `refusalHeaders` adds for the
+ * protocol (Sentry's X-Sentry-Rate-Limits).
  */
 export async function consumeLimit(
   limiter: RateLimiterAbstract,
   key: string,
   res: Response,
   refusalHeaders: (retryAfterSeconds: number) => Record<string, string> = () => ({}),
+  points = 1,
 ): Promise<void> {
   try {
-    const result = await limiter.consume(sha256(key));
+    const result = await limiter.consume(sha256(key), points);
     res.set(limitHeaders(limiter, result));
   } catch (rejection) {
     if (!(rejection instanceof RateLimiterRes)) throw rejection;
@@ -49,3 +51,6 @@ export async function consumeLimit(
 }
 
 export const resetLimit = (limiter: RateLimiterAbstract, key: string) => limiter.delete(sha256(key));
+
+/** Gives back the point `consumeLimit` took for `key`, for a request that turned out to be one the limit does not count. */
+export const refundLimit = (limiter: RateLimiterAbstract, key: string) => limiter.reward(sha256(key), 1);

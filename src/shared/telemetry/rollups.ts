@@ -6,6 +6,7 @@
  */
 import { Schema, type SchemaDefinition, type Types, type mongo } from 'mongoose';
 import { bucketOf } from './histogram.js';
+import { markHours } from './rolled-up-hours.js';
 import { contentId, upsertAll } from './storage.js';
 import { hourOf, minuteOf } from './time-buckets.js';
 
@@ -81,6 +82,9 @@ export class RollupBatch {
   }
 
   async write(collection: mongo.Collection): Promise<void> {
+    if (this.pending.size === 0) return;
+    // the hours first: a view reads only marked hours, so a rollup is never there unmarked
+    await markHours(collection, [...this.pending.values()].map((entry) => ({ orgId: entry.key.orgId as Types.ObjectId, hour: entry.key.hour as number })));
     await upsertAll(
       collection,
       [...this.pending.values()].map((entry) => ({

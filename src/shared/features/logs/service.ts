@@ -1,5 +1,6 @@
 import { Types } from 'mongoose';
 import type { z } from 'zod';
+import { untilDeadline } from '../../context.js';
 import { AppError } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor, offsetPage } from '../../paging.js';
 import { sha256 } from '../../secrets.js';
@@ -218,7 +219,7 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
   await newestMinutesFirst(
     minutes,
     async (minute) =>
-      (await Log.find({ ...filter, minute }).lean<LogDoc[]>())
+      (await Log.find({ ...filter, minute }).setOptions(untilDeadline()).lean<LogDoc[]>())
         .filter((doc) => doc.time >= scope.from && doc.time < scope.to && isAfter(doc))
         .filter((doc) => words.every((word) => doc.tokens.includes(word)) && hasAttributes(doc.attributes, query.attribute))
         .sort(newestFirst),

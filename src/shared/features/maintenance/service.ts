@@ -13,6 +13,7 @@ import { Span, Trace } from '../traces/model.js';
 import { EndUser } from '../users/model.js';
 import { Anomaly } from '../anomalies/model.js';
 import { QueryRollup } from '../database/model.js';
+import { RolledUpHours } from '../../telemetry/rolled-up-hours.js';
 import { EndpointRollup } from '../endpoints/model.js';
 import { MessageTiming, QueueRollup } from '../queues/model.js';
 import { CronPing } from '../cron/model.js';
@@ -54,6 +55,8 @@ const expiring: [name: string, collection: mongo.Collection, timeField: string][
   ['alertDeliveries', AlertDelivery.collection, 'createdAt'],
   ['releaseHealth', ReleaseHealth.collection, 'hour'],
   ['releaseRollups', ReleaseRollup.collection, 'at'],
+  // after the rollups they mark
+  ['rolledUpHours', RolledUpHours.collection, 'day'],
   ['releaseSummaries', ReleaseSummary.collection, 'lastSeen'],
   ['replays', Replay.collection, 'lastSeenAt'],
   ['endUsers', EndUser.collection, 'lastSeen'],
