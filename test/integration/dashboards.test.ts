@@ -243,12 +243,39 @@ describe('?resolve=true', () => {
       layout: layout((i % 2) * 6, Math.floor(i / 2) * 2, 6, 2),
     }));
     const dashboard = await createDashboard(owner, { name: 'Everything', widgets });
-    const reply = await owner.client.get(`/v1/dashboards/${dashboard.id}?resolve=true`);
-    expect(reply.status).toBe(200);
-    for (const widget of reply.body.widgets) {
+    // one request resolves 12 widgets at most: the first 12, then the others by id
+    const first = await owner.client.get(`/v1/dashboards/${dashboard.id}?resolve=true`);
+    expect(first.status).toBe(200);
+    const rest = first.body.widgets.slice(12).map((widget: { id: string }) => `widget=${widget.id}`);
+    const second = await owner.client.get(`/v1/dashboards/${dashboard.id}?resolve=true&${rest.join('&')}`);
+    expect(second.status).toBe(200);
+    for (const widget of [...first.body.widgets.slice(0, 12), ...second.body.widgets.slice(12)]) {
       expect([widget.title, widget.error]).toEqual([widget.title, undefined]);
       expect(widget.data).toEqual(expect.any(Object));
     }
+  });
+
+  test('one request resolves 12 widgets at most: the rest say so, and can be asked for by id', async () => {
+    const widgets = Array.from({ length: 50 }, (_, i) => ({ title: `alerts ${i}`, type: 'list', query: { view: 'alerts', params: {} }, layout: layout(i % 12, Math.floor(i / 12), 1, 1) }));
+    const dashboard = await createDashboard(owner, { name: 'Wall', widgets });
+    const reply = await owner.client.get(`/v1/dashboards/${dashboard.id}?resolve=true`);
+    expect(reply.status).toBe(200);
+    const ids = reply.body.widgets.map((widget: { id: string }) => widget.id);
+    for (const widget of reply.body.widgets.slice(0, 12)) expect(widget.data).toEqual({ data: expect.any(Array), next_cursor: null });
+    for (const widget of reply.body.widgets.slice(12)) {
+      expect(widget.data).toBeUndefined();
+      expect(widget.error).toEqual({ code: 'not_resolved', message: expect.stringContaining(`widget=${widget.id}`) });
+    }
+
+    const picked = await owner.client.get(`/v1/dashboards/${dashboard.id}?resolve=true&widget=${ids[30]}&widget=${ids[49]}`);
+    expect(picked.status).toBe(200);
+    const resolved = picked.body.widgets.filter((widget: object) => 'data' in widget).map((widget: { id: string }) => widget.id);
+    expect(resolved).toEqual([ids[30], ids[49]]);
+    expect(picked.body.widgets.some((widget: object) => 'error' in widget)).toBe(false);
+
+    const tooMany = await owner.client.get(`/v1/dashboards/${dashboard.id}?resolve=true&${ids.slice(0, 13).map((id: string) => `widget=${id}`).join('&')}`);
+    expect(tooMany.status).toBe(400);
+    expect(tooMany.body).toMatchObject({ code: 'validation_failed', details: [{ path: 'query.widget', message: expect.any(String) }] });
   });
 });
 

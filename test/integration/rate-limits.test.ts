@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { dropTestDatabase, type Harness, startHarness } from '../support/harness.js';
-import { PASSWORD, register, signUp, uniqueEmail } from '../support/factories/accounts.js';
+import { createApiKey, PASSWORD, register, signUp, uniqueEmail } from '../support/factories/accounts.js';
 
 const harnesses: Harness[] = [];
 async function harness(env: Record<string, string>) {
@@ -61,11 +61,73 @@ describe('rate limits', () => {
     expect((await first.api.with({ cookie: owner.cookie, origin: owner.client.options.origin! }).get('/v1/me')).status).toBe(200);
   });
 
+  test('the API keys and sessions of one organisation share its budget: two keys together hit it where each alone would not', async () => {
+    const h = await harness({ RATE_LIMIT_API: '5', RATE_LIMIT_ORG: '8' });
+    const owner = await signUp(h);
+    const [first, second] = [await createApiKey(owner), await createApiKey(owner)];
+    const statuses: number[] = [];
+    // each key stays under its own 5; the session's two requests above (the keys) and these share the 8
+    for (const key of [first, second, first, second, first, second]) statuses.push((await h.api.with({ bearer: key.secret }).get('/v1/projects')).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 200, 200]);
+    const limited = await h.api.with({ bearer: second.secret }).get('/v1/projects');
+    expect(limited.status).toBe(429);
+    expect(limited.body).toEqual({ code: 'rate_limited', message: expect.any(String), request_id: expect.any(String) });
+    expect(Number(limited.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(limited.headers.get('ratelimit-limit')).toBe('8');
+    expect(limited.headers.get('ratelimit-remaining')).toBe('0');
+    expect(limited.headers.get('ratelimit-policy')).toBe('8;w=60');
+    // the session is refused too, though it made two requests of its five
+    expect((await owner.client.get('/v1/me')).status).toBe(429);
+    // another organisation has a budget of its own
+    const other = await signUp(h);
+    const allowed = await other.client.get('/v1/me');
+    expect(allowed.status).toBe(200);
+    // under both limits the answer describes the credential's own
+    expect(allowed.headers.get('ratelimit-limit')).toBe('5');
+  });
+
   test('made-up credentials share their address’s budget instead of getting one each', async () => {
     const h = await harness({ RATE_LIMIT_API: '3' });
     const statuses: number[] = [];
     for (let i = 0; i < 4; i++) statuses.push((await h.api.with({ bearer: `slk_made_up_${i}` }).get('/v1/projects')).status);
     expect(statuses).toEqual([401, 401, 401, 429]);
+  });
+
+  test('a request pays for its work: a point per widget a dashboard resolves, a point per started 7 days of a view’s window', async () => {
+    const h = await harness({ RATE_LIMIT_API: '25' });
+    const owner = await signUp(h);
+    const reader = async (name: string) => h.api.with({ bearer: (await owner.client.post('/v1/api-keys', { name })).body.secret as string });
+    const tile = (i: number) => ({ title: `alerts ${i}`, type: 'list', query: { view: 'alerts', params: {} }, layout: { x: i % 12, y: Math.floor(i / 12), w: 1, h: 1 } });
+    const wall = (await owner.client.post('/v1/dashboards', { name: 'wall', widgets: Array.from({ length: 50 }, (_, i) => tile(i)) })).body.id as string;
+    const single = (await owner.client.post('/v1/dashboards', { name: 'one tile', widgets: [tile(0)] })).body.id as string;
+
+    // 50 widgets resolved (12 of them per request) cost 1 + 12 points: a second one is over the budget of 25
+    const wallReader = await reader('wall reader');
+    const first = await wallReader.get(`/v1/dashboards/${wall}?resolve=true`);
+    expect(first.status).toBe(200);
+    expect(first.headers.get('ratelimit-remaining')).toBe(String(25 - 13));
+    const second = await wallReader.get(`/v1/dashboards/${wall}?resolve=true`);
+    expect(second.status).toBe(429);
+    expect(second.body).toEqual({ code: 'rate_limited', message: expect.any(String), request_id: expect.any(String) });
+    expect(Number(second.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(second.headers.get('ratelimit-limit')).toBe('25');
+    expect(second.headers.get('ratelimit-remaining')).toBe('0');
+
+    // the same budget holds a dozen one-widget dashboards resolved (2 points each)
+    const tileReader = await reader('tile reader');
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push((await tileReader.get(`/v1/dashboards/${single}?resolve=true`)).status);
+    expect(statuses).toEqual(Array(12).fill(200));
+
+    // a view: 1 point up to 7 days of window, 2 for 8 days; 366 days cost 53, more than the whole budget
+    const viewer = await reader('viewer');
+    const now = Date.now();
+    const services = (days: number) => viewer.get(`/v1/services?from=${now - days * 86_400_000}&to=${now}`);
+    expect((await services(7)).headers.get('ratelimit-remaining')).toBe('24');
+    expect((await services(8)).headers.get('ratelimit-remaining')).toBe('22');
+    const year = await services(366);
+    expect(year.status).toBe(429);
+    expect(year.body.code).toBe('rate_limited');
   });
 
   test('login is also limited per address across many emails', async () => {

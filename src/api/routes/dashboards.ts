@@ -8,6 +8,7 @@ import {
   dashboardJson,
   getDashboardQuery,
   listDashboardsQuery,
+  MAX_RESOLVED_WIDGETS,
   updateDashboardBody,
   type ViewCatalog,
 } from '../../shared/features/dashboards/schemas.js';
@@ -71,6 +72,8 @@ const resolverFor =
       return { data: await route.handler({ params: {}, query: query.data, body: undefined, principal, req, res }) };
     } catch (error) {
       const appError = toAppError(error);
+      // out of budget or past the deadline: the whole request is, not just this widget
+      if (appError.code === 'rate_limited' || appError.code === 'deadline_exceeded') throw appError;
       if (appError.code === 'internal_error') req.log.error({ err: error, view }, 'dashboard widget view failed');
       return { error: { code: appError.code, message: appError.message } };
     }
@@ -120,13 +123,13 @@ export const dashboardRoutes = (routes: () => readonly AnyRoute[]) => {
       method: 'get',
       path: '/v1/dashboards/{dashboardID}',
       tag: 'Dashboards',
-      summary: "One dashboard; with resolve=true each widget also carries `data`, its view's answer for the caller exactly as the view's own route gives it, or `error` when the view refused.",
+      summary: `One dashboard; with resolve=true each widget resolved (the first ${MAX_RESOLVED_WIDGETS}, or those named by \`widget\`) also carries \`data\`, its view's answer for the caller exactly as the view's own route gives it, or \`error\` when the view refused. Each widget resolved costs one rate-limit point more.`,
       access: 'member',
       params: dashboardParams,
       query: getDashboardQuery,
       response: dashboardJson,
       handler: ({ principal, params, query, req, res }) =>
-        getDashboard(principal.orgId, params.dashboardID, query.resolve === 'true' ? resolverFor(views, principal, req, res) : undefined),
+        getDashboard(principal.orgId, params.dashboardID, query.resolve === 'true' ? resolverFor(views, principal, req, res) : undefined, query.widget),
     }),
     defineRoute({
       method: 'patch',

@@ -1,10 +1,13 @@
 import { z } from 'zod';
 import { pageQuery } from '../../paging.js';
+import { repeatedParameter } from '../../views.js';
 
 export const widgetTypes = ['timeseries', 'number', 'table', 'list'] as const;
 /** Columns of the layout grid, as Grafana and Datadog use. */
 export const GRID_COLUMNS = 12;
 export const MAX_WIDGETS = 50;
+/** Widgets one `?resolve=true` request resolves, at most: each runs a view, and a request has a deadline. */
+export const MAX_RESOLVED_WIDGETS = 12;
 /** Rows a widget may start at or span: room for every widget stacked, nothing a screen can't scroll. */
 const MAX_ROW = 10_000;
 const MAX_HEIGHT = 100;
@@ -115,7 +118,13 @@ export const updateDashboardBody = z
 export const listDashboardsQuery = z.object(pageQuery);
 
 export const getDashboardQuery = z.object({
-  resolve: z.enum(['true', 'false']).default('false').meta({ description: "With true, each widget also carries `data`, its view's answer, or `error`." }),
+  resolve: z
+    .enum(['true', 'false'])
+    .default('false')
+    .meta({ description: `With true, each widget resolved (the first ${MAX_RESOLVED_WIDGETS}, or those named by \`widget\`) also carries \`data\`, its view's answer, or \`error\`; widgets past the first ${MAX_RESOLVED_WIDGETS} carry the error \`not_resolved\`.` }),
+  widget: repeatedParameter
+    .refine((ids) => !ids || ids.length <= MAX_RESOLVED_WIDGETS, `at most ${MAX_RESOLVED_WIDGETS} widgets per request`)
+    .meta({ description: `With resolve=true, resolve only these widgets (ids, repeatable, at most ${MAX_RESOLVED_WIDGETS}); the others come back unresolved.` }),
 });
 
 export const widgetError = z.object({ code: z.string(), message: z.string() });
@@ -128,7 +137,7 @@ export const widgetJson = z.object({
   layout: z.object({ x: z.number().int(), y: z.number().int(), w: z.number().int(), h: z.number().int() }),
   /** With ?resolve=true: the view's answer, exactly as GET on the view's route with these params. */
   data: z.unknown().optional(),
-  /** With ?resolve=true, when the view refused: its error code and message. */
+  /** With ?resolve=true, when the view refused: its error code and message; `not_resolved` past the widgets one request resolves. */
   error: widgetError.optional(),
 });
 

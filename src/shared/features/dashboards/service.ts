@@ -1,12 +1,13 @@
 import { Types } from 'mongoose';
 import type { z } from 'zod';
+import { chargeWork, checkDeadline } from '../../context.js';
 import { notFound } from '../../errors.js';
 import { paginate, parseId } from '../../paging.js';
 import type { MemberPrincipal } from '../../principal.js';
 import { inParallel } from '../../telemetry/storage.js';
 import { auditAs } from '../audit/service.js';
 import { Dashboard, type DashboardDoc, type WidgetDoc } from './model.js';
-import type { dashboardJson, listDashboardsQuery, updateDashboardBody, WidgetInput, WidgetParams, widgetError, widgetJson } from './schemas.js';
+import { MAX_RESOLVED_WIDGETS, type dashboardJson, type listDashboardsQuery, type updateDashboardBody, type WidgetInput, type WidgetParams, type widgetError, type widgetJson } from './schemas.js';
 
 type DashboardJson = z.infer<typeof dashboardJson>;
 type WidgetJson = z.infer<typeof widgetJson>;
@@ -81,12 +82,26 @@ export async function listDashboards(orgId: Types.ObjectId, query: z.infer<typeo
   return { data: (page.items as DashboardDoc[]).map(dashboardJsonOf), next_cursor: page.nextCursor };
 }
 
-/** One dashboard; with `resolve`, each widget also carries its view's answer for the caller. */
-export async function getDashboard(orgId: Types.ObjectId, dashboardId: string, resolve?: ViewResolver): Promise<DashboardJson> {
+const notResolved = (widget: WidgetJson): WidgetJson => ({
+  ...widget,
+  error: { code: 'not_resolved', message: `one request resolves at most ${MAX_RESOLVED_WIDGETS} widgets: ask for this one with ?resolve=true&widget=${widget.id}` },
+});
+
+/**
+ * One dashboard; with `resolve`, each widget resolved also carries its view's answer for the caller:
+ * the widgets named in `only`, else the first MAX_RESOLVED_WIDGETS (the rest say `not_resolved`).
+ * Each widget resolved costs a rate-limit point, charged before any is resolved.
+ */
+export async function getDashboard(orgId: Types.ObjectId, dashboardId: string, resolve?: ViewResolver, only?: string[]): Promise<DashboardJson> {
   const dashboard = dashboardJsonOf(await findDashboard(orgId, dashboardId));
   if (!resolve) return dashboard;
-  const widgets: WidgetJson[] = [...dashboard.widgets];
+  const asked = only ? dashboard.widgets.filter((widget) => only.includes(widget.id)) : dashboard.widgets;
+  const resolving = new Set(asked.slice(0, MAX_RESOLVED_WIDGETS));
+  await chargeWork(resolving.size);
+  const widgets: WidgetJson[] = dashboard.widgets.map((widget) => (resolving.has(widget) || !asked.includes(widget) ? widget : notResolved(widget)));
   await inParallel(dashboard.widgets, PARALLEL_VIEWS, async (widget, i) => {
+    if (!resolving.has(widget)) return;
+    checkDeadline();
     widgets[i] = { ...widget, ...(await resolve(widget.query.view, widget.query.params as WidgetParams)) };
   });
   return { ...dashboard, widgets };
