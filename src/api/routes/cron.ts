@@ -26,8 +26,15 @@ function checkInOf(query: z.output<typeof checkinQuery>, body: z.output<typeof c
   return { status, runId: query.run_id ?? query.rid ?? json.run_id, excerpt: excerpt || undefined, source: 'http' };
 }
 
-/** Where ping URLs point: the configured public URL, else the host the caller used. */
-const baseUrlOf = (deps: ApiDeps, req: Request) => deps.config.API_PUBLIC_URL ?? `${req.protocol}://${req.get('host')}`;
+/**
+ * Where ping URLs point: the configured public URL, else the address this server accepted the connection
+ * on. Never the request's Host header: a client chooses that, and the link is shown to every member.
+ */
+function baseUrlOf(deps: ApiDeps, req: Request): string {
+  if (deps.config.API_PUBLIC_URL) return deps.config.API_PUBLIC_URL.replace(/\/+$/, '');
+  const address = (req.socket.localAddress ?? '127.0.0.1').replace(/^::ffff:/, '');
+  return `http://${address.includes(':') ? `[${address}]` : address}:${req.socket.localPort}`;
+}
 
 export const cronRoutes = (deps: ApiDeps) => {
   const checkInRoute = (method: 'get' | 'post', withSuffix: boolean) =>

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { httpUrl } from '../../links.js';
 import { pageQuery } from '../../paging.js';
 import { repeatedParameter, viewQuery } from '../../views.js';
 import { verdicts } from './model.js';
@@ -11,7 +12,7 @@ export const createDeploymentBody = z
     environment: z.string().trim().min(1).max(64).default('production'),
     commit_sha: z.string().regex(/^[0-9a-fA-F]{7,64}$/, 'a commit hash (7 to 64 hex digits)').optional(),
     repository: z.string().max(300).optional(),
-    url: z.url().max(2048).optional(),
+    url: httpUrl.optional(),
     /** Defaults to now. */
     deployed_at: z.iso.datetime({ offset: true }).optional(),
   })

@@ -11,6 +11,7 @@ import { findProject } from '../projects/service.js';
 import { deploymentHealth } from './health.js';
 import { Deployment, type DeploymentDoc } from './model.js';
 import type { createDeploymentBody, deploymentJson, listDeploymentsQuery } from './schemas.js';
+import { httpLinkOrUndefined } from '../../links.js';
 
 /** The windows the evaluator judges every deployment over, once they have passed. */
 export const DEFAULT_WINDOW_MINUTES = 60;
@@ -26,7 +27,8 @@ const deploymentJsonOf = (deployment: DeploymentDoc, links: Links): z.infer<type
   environment: deployment.environment,
   commit_sha: deployment.commitSha ?? null,
   repository: deployment.repository ?? null,
-  url: deployment.url ?? null,
+  // stored before links were checked at the door
+  url: httpLinkOrUndefined(deployment.url ?? undefined) ?? null,
   commit_url: commitUrlOf(links, deployment),
   deployed_at: deployment.deployedAt.toISOString(),
   created_at: deployment.createdAt.toISOString(),

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { httpUrl } from '../../links.js';
 import { pageQuery } from '../../paging.js';
 import { feedbackSources } from '../../telemetry/records.js';
 import { viewQuery } from '../../views.js';
@@ -16,7 +17,7 @@ export const submitFeedbackBody = z.object({
   message: z.string().trim().min(1).max(4096),
   name: z.string().trim().max(256).optional(),
   email: z.email().max(254).optional(),
-  url: z.string().max(2048).optional(),
+  url: httpUrl.optional(),
   associated_event_id: hex32.optional(),
   replay_id: hex32.optional(),
 });

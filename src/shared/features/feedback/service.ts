@@ -11,6 +11,7 @@ import { scopeFilter, type ViewScope } from '../../views.js';
 import { findProject } from '../projects/service.js';
 import { Feedback, type FeedbackDoc } from './model.js';
 import type { feedbackJson, submitFeedbackBody } from './schemas.js';
+import { httpLinkOrUndefined } from '../../links.js';
 
 function feedbackDoc({ orgId, projectId, record }: Stamped<FeedbackRecord>, receivedAt: Date) {
   return {
@@ -45,7 +46,8 @@ const feedbackJsonOf = (doc: FeedbackDoc): z.infer<typeof feedbackJson> => ({
   message: doc.message,
   name: doc.name ?? null,
   email: doc.contactEmail ?? null,
-  url: doc.url ?? null,
+  // stored before links were checked at the door
+  url: httpLinkOrUndefined(doc.url ?? undefined) ?? null,
   associated_event_id: doc.associatedEventId ?? null,
   replay_id: doc.replayId ?? null,
   environment: doc.environment ?? null,
