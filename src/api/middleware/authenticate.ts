@@ -68,3 +68,13 @@ export function rateLimitIdentity(req: Request, res: Response): string {
       return `${principal.kind}:${principal.keyId.toHexString()}`;
   }
 }
+
+/**
+ * The organisation whose shared request budget a request spends: that of its session or API key. A
+ * DSN is public (it sits in every page of the customer's site) and keeps to its own limit, so no
+ * stranger holding it can spend the organisation's budget and lock its members out.
+ */
+export function rateLimitOrganisation(_req: Request, res: Response): string | undefined {
+  const principal = res.locals.principal as Principal | undefined;
+  return principal && principal.kind !== 'dsn' ? `org:${principal.orgId.toHexString()}` : undefined;
+}
