@@ -1,4 +1,5 @@
 import type { CodeHosts } from '../shared/clients/code-hosts.js';
+import type { Mailer } from '../shared/clients/mailer.js';
 import type { Outbound } from '../shared/clients/outbound.js';
 import type { SecretBox } from '../shared/clients/secret-box.js';
 import type { Config } from '../shared/config.js';
@@ -11,6 +12,8 @@ export interface ApiDeps {
   /** Only its URL check: the API refuses forbidden targets at creation; workers make the requests. */
   outbound: Pick<Outbound, 'urlProblem'>;
   codeHosts: CodeHosts;
-  /** Seals credentials kept at rest (code-host tokens). */
+  /** Seals credentials kept at rest (code-host tokens, destination URLs and secrets). */
   secrets: SecretBox;
+  /** Every mail the API sends (confirmation links, invites, password resets), within each organisation's budget; unset without SMTP_URL. */
+  mailer: Mailer | undefined;
 }

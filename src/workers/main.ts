@@ -4,6 +4,7 @@ import { createAiClient } from '../shared/clients/ai.js';
 import { createBlobStore } from '../shared/clients/blob.js';
 import { createMailer } from '../shared/clients/mailer.js';
 import { createOutbound, parseAllowlist } from '../shared/clients/outbound.js';
+import { createSecretBox } from '../shared/clients/secret-box.js';
 import { requestContext } from '../shared/context.js';
 import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
@@ -44,7 +45,8 @@ export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl 
   // several worker processes count into the same issues and rollups: on FerretDB they take turns through Redis
   shareWriteTurns(redis, config.REDIS_PREFIX);
   const blobs = createBlobStore(config);
-  const mailer = createMailer(config);
+  const mailer = createMailer(config, redis);
+  const secrets = createSecretBox(config);
   const outbound = createOutbound({ allowlist: parseAllowlist(config.OUTBOUND_ALLOWLIST) });
   const connection = { connection: redis, prefix: config.REDIS_PREFIX };
   const queues = new Map<QueueName, Queue>();
@@ -55,8 +57,8 @@ export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl 
   const processors: Record<QueueName, Processor> = {
     telemetry: telemetryProcessor(blobs),
     maintenance: maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl }),
-    monitors: monitorsProcessor({ logger, outbound, mailer, tlsWarnDays: config.TLS_EXPIRY_WARN_DAYS, queue: () => queue('monitors') }),
-    alerts: alertsProcessor({ mailer, outbound }, () => queue('alerts')),
+    monitors: monitorsProcessor({ logger, outbound, secrets, mailer, tlsWarnDays: config.TLS_EXPIRY_WARN_DAYS, queue: () => queue('monitors') }),
+    alerts: alertsProcessor({ mailer, outbound, secrets }, () => queue('alerts')),
     investigations: investigationsProcessor({ logger, ai: createAiClient(config), timeoutMs: config.AI_TIMEOUT_MS }),
   };
   const workers = Object.entries(processors).map(([name, processor]) => {

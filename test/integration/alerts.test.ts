@@ -3,7 +3,7 @@ import type { alertJson } from '../../src/shared/features/alerts/schemas.js';
 import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Types } from 'mongoose';
+import mongoose, { Types } from 'mongoose';
 import { openAlert, resolveAlertsAbout } from '../../src/shared/features/alerts/service.js';
 import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
 import { addMember, createProject, signUp, uniqueEmail, type Account } from '../support/factories/accounts.js';
@@ -105,7 +105,31 @@ const cronAlertWhen = (account: Account, ready: (alert: AlertJson) => boolean, w
     return data.length === 1 && ready(data[0]!) ? data[0]! : undefined;
   }, what, timeoutMs);
 
-const mailsTo = (address: string) => (mail: ReceivedMail) => mail.to.includes(address);
+const CONFIRMATION_SUBJECT = 'Confirm your address for Sluice alerts';
+/** Alert mail to an address (its confirmation mail aside). */
+const mailsTo = (address: string) => (mail: ReceivedMail) => mail.to.includes(address) && mail.subject !== CONFIRMATION_SUBJECT;
+const confirmationTo = (address: string) => (mail: ReceivedMail) => mail.to.includes(address) && mail.subject === CONFIRMATION_SUBJECT;
+
+/** The token of the dashboard link in an address's confirmation mail. */
+async function confirmationToken(address: string): Promise<string> {
+  const [mail] = await catcher.waitFor(1, confirmationTo(address));
+  return /\/confirm-email\/([0-9A-Za-z]+)/.exec(mail!.text)![1]!;
+}
+
+/** Uses each address's confirmation link, as its owner would through the dashboard page (no sign-in). */
+async function confirmAddresses(...addresses: string[]): Promise<void> {
+  for (const address of addresses) {
+    const reply = await live.api.post(`/v1/email-confirmations/${await confirmationToken(address)}`);
+    expect(reply.status).toBe(200);
+  }
+}
+
+/** An email destination whose addresses are confirmed. */
+async function addConfirmedEmail(account: Account, emails: string[]): Promise<{ id: string }> {
+  const destination = await addDestination(account, { type: 'email', emails });
+  await confirmAddresses(...emails);
+  return destination;
+}
 const byDestination = (alert: AlertJson, destinationId: string, event: 'opened' | 'resolved' = 'opened') =>
   alert.deliveries.find((d) => d.destination_id === destinationId && d.event === event);
 
@@ -127,11 +151,19 @@ describe('alert destinations', () => {
 
     const email = await admin.client.post('/v1/alert-destinations', { type: 'email', emails: ['Oncall@Example.test', 'oncall@example.test', 'lead@example.test'], name: 'on-call' });
     expect(email.status).toBe(201);
-    expect(email.body).toMatchObject({ type: 'email', name: 'on-call', emails: ['oncall@example.test', 'lead@example.test'], kinds: [], project_ids: [] });
+    expect(email.body).toMatchObject({
+      type: 'email',
+      name: 'on-call',
+      emails: ['oncall@example.test', 'lead@example.test'],
+      addresses: [{ email: 'oncall@example.test', verified: false }, { email: 'lead@example.test', verified: false }],
+      kinds: [],
+      project_ids: [],
+    });
 
+    // a webhook URL is answered as its scheme and host: its path and query may be a credential too
     const webhook = await admin.client.post('/v1/alert-destinations', { type: 'webhook', url: 'https://hooks.example.com/sluice', secret, kinds: ['cron.down', 'uptime.down', 'cron.down'], project_ids: [project.id, project.id] });
     expect(webhook.status).toBe(201);
-    expect(webhook.body).toMatchObject({ type: 'webhook', url: 'https://hooks.example.com/sluice', secret_set: true, kinds: ['cron.down', 'uptime.down'], project_ids: [project.id] });
+    expect(webhook.body).toMatchObject({ type: 'webhook', url: 'https://hooks.example.com/…', secret_set: true, kinds: ['cron.down', 'uptime.down'], project_ids: [project.id] });
     expect(webhook.body).not.toHaveProperty('secret');
     expect(webhook.text).not.toContain(secret);
 
@@ -146,7 +178,7 @@ describe('alert destinations', () => {
     const listed = await admin.client.get('/v1/alert-destinations');
     expect(listed.status).toBe(200);
     expect(listed.body.data.map((d: { id: string }) => d.id)).toEqual([email.body.id, webhook.body.id, unsigned.body.id, slack.body.id]);
-    expect(listed.body.data[1]).toMatchObject({ secret_set: true, url: 'https://hooks.example.com/sluice' });
+    expect(listed.body.data[1]).toMatchObject({ secret_set: true, url: 'https://hooks.example.com/…' });
     expect(listed.body.data[3].url).toBe(slack.body.url);
     const audit = await owner.client.get('/v1/audit-log');
     for (const text of [listed.text, audit.text]) {
@@ -241,7 +273,7 @@ describe('delivery', () => {
     const id = tag();
     const [oncall, lead] = [uniqueEmail('oncall'), uniqueEmail('lead')];
     const secret = `whsec-${randomBytes(16).toString('hex')}`;
-    const email = await addDestination(owner, { type: 'email', emails: [oncall, lead] });
+    const email = await addConfirmedEmail(owner, [oncall, lead]);
     const webhook = await addDestination(owner, { type: 'webhook', url: `${receiver.url}/hook/${id}`, secret });
     const slack = await addDestination(owner, { type: 'slack', url: `${receiver.url}/slack/${id}` });
     const name = `nightly-backup-${id}`;
@@ -298,7 +330,7 @@ describe('delivery', () => {
     const project = await createProject(owner);
     const id = tag();
     const address = uniqueEmail('flapping');
-    await addDestination(owner, { type: 'email', emails: [address] });
+    await addConfirmedEmail(owner, [address]);
     await addDestination(owner, { type: 'webhook', url: `${receiver.url}/hook/${id}` });
     const names: string[] = [];
     for (let i = 0; i < 5; i++) {
@@ -324,7 +356,7 @@ describe('delivery', () => {
     const project = await createProject(owner);
     const id = tag();
     const address = uniqueEmail('failing');
-    const email = await addDestination(owner, { type: 'email', emails: [address] });
+    const email = await addConfirmedEmail(owner, [address]);
     const healthy = await addDestination(owner, { type: 'webhook', url: `${receiver.url}/hook/${id}` });
     const broken = await addDestination(owner, { type: 'webhook', url: `${receiver.url}/broken/${id}` });
     const check = await cronCheck(owner, project.id, `broken-${id}`);
@@ -381,6 +413,108 @@ describe('delivery', () => {
     expect(JSON.parse(hook!.raw)).toMatchObject({ event: 'alert.opened', alert: { kind: 'issue.new', title: `New issue: QuickError ${id}` } });
     const [alert] = (await alertsOf(owner)).data;
     expect(alert).toMatchObject({ status: 'resolved', deliveries: [expect.objectContaining({ destination_id: webhook.id, event: 'opened' })] });
+  });
+});
+
+describe('destination secrets at rest', () => {
+  test('webhook secrets and webhook and Slack URLs are sealed in the database and masked in answers; deliveries still reach the full URL, signed', async () => {
+    const owner = await signUp(live);
+    const project = await createProject(owner);
+    const id = tag();
+    const secret = `whsec-${randomBytes(16).toString('hex')}`;
+    const hookPath = `/hook/${id}/T0KEN${randomBytes(8).toString('hex')}?key=${randomBytes(8).toString('hex')}`;
+    const slackPath = `/slack/${id}/${randomBytes(12).toString('hex')}`;
+    const webhook = await addDestination(owner, { type: 'webhook', url: `${receiver.url}${hookPath}`, secret });
+    const slack = await addDestination(owner, { type: 'slack', url: `${receiver.url}${slackPath}` });
+
+    // what someone reading the database (a backup, a replica) sees: no URL past its host, no secret
+    const stored = await mongoose.connection.collection('alert_destinations').find({ _id: { $in: [new Types.ObjectId(webhook.id), new Types.ObjectId(slack.id)] } }).toArray();
+    expect(stored).toHaveLength(2);
+    const raw = JSON.stringify(stored);
+    for (const plain of [secret, hookPath.slice(1), id, slackPath.slice(-12)]) expect(raw).not.toContain(plain);
+
+    const listed = (await owner.client.get('/v1/alert-destinations')).body.data as { id: string; url: string }[];
+    expect(listed.find((d) => d.id === webhook.id)!.url).toBe(`${receiver.url}/…${hookPath.slice(-4)}`);
+    expect(listed.find((d) => d.id === slack.id)!.url).toBe(`${receiver.url}/…${slackPath.slice(-4)}`);
+
+    const check = await cronCheck(owner, project.id, `sealed-${id}`);
+    await ping(`${check.ping_url}/fail`);
+    await cronAlertWhen(owner, (a) => a.deliveries.length === 2 && a.deliveries.every((d) => d.status === 'sent'), 'both deliveries sent');
+    const [hook] = receiver.at(hookPath);
+    expect(hook!.headers['x-sluice-signature']).toBe(`sha256=${createHmac('sha256', secret).update(hook!.raw).digest('hex')}`);
+    expect(receiver.at(slackPath)).toHaveLength(1);
+  });
+
+  test('a destination stored in plaintext before sealing still delivers, signed, and is answered masked', async () => {
+    const owner = await signUp(live);
+    const project = await createProject(owner);
+    const id = tag();
+    const secret = `legacy-${randomBytes(12).toString('hex')}`;
+    const _id = new Types.ObjectId();
+    await mongoose.connection.collection('alert_destinations').insertOne({
+      _id,
+      orgId: new Types.ObjectId(owner.organization.id),
+      type: 'webhook',
+      name: 'from before',
+      emails: [],
+      url: `${receiver.url}/hook/${id}/legacy`,
+      secret,
+      kinds: [],
+      projectIds: [],
+      createdAt: new Date(),
+    });
+    const [listed] = (await owner.client.get('/v1/alert-destinations')).body.data;
+    expect(listed).toMatchObject({ id: _id.toHexString(), url: `${receiver.url}/…${'legacy'.slice(-4)}`, secret_set: true });
+
+    const check = await cronCheck(owner, project.id, `legacy-${id}`);
+    await ping(`${check.ping_url}/fail`);
+    await cronAlertWhen(owner, (a) => a.deliveries.length === 1 && a.deliveries[0]!.status === 'sent', 'the delivery sent');
+    const [hook] = receiver.at(`/hook/${id}/legacy`);
+    expect(hook!.headers['x-sluice-signature']).toBe(`sha256=${createHmac('sha256', secret).update(hook!.raw).digest('hex')}`);
+  });
+});
+
+describe('email addresses are confirmed before alerts reach them', () => {
+  test("a stranger's address gets only the confirmation mail, nothing an attacker typed, and no alert until the link is used; then it gets alerts", async () => {
+    const attacker = await signUp(live);
+    const project = await createProject(attacker);
+    const id = tag();
+    const stranger = uniqueEmail('stranger');
+    const spam = `CHEAP PILLS at spam-${id}.example`;
+    const destination = await attacker.client.post('/v1/alert-destinations', { type: 'email', emails: [stranger], name: spam });
+    expect(destination.status).toBe(201);
+    expect(destination.body.addresses).toEqual([{ email: stranger, verified: false }]);
+    const [confirmation] = await catcher.waitFor(1, confirmationTo(stranger));
+    expect(confirmation!.text + confirmation!.html + confirmation!.subject).not.toContain(spam);
+    expect(confirmation!.text).toContain(`${live.config.DASHBOARD_ORIGIN}/confirm-email/`);
+
+    // the attacker's own errors open an alert: the stranger must not hear of it
+    const check = await cronCheck(attacker, project.id, `${spam} ${id}`);
+    await ping(`${check.ping_url}/fail`);
+    const refused = await cronAlertWhen(attacker, (a) => byDestination(a, destination.body.id)?.status === 'failed', 'the delivery refused');
+    expect(byDestination(refused, destination.body.id)).toMatchObject({ attempts: 1, last_error: expect.stringContaining('no address of this destination is confirmed') });
+    expect(catcher.mails.filter((mail) => mail.to.includes(stranger))).toEqual([confirmation]);
+    // adding the address again while its link is out sends no second mail
+    await addDestination(attacker, { type: 'email', emails: [stranger] });
+    expect(catcher.mails.filter((mail) => mail.to.includes(stranger))).toHaveLength(1);
+
+    const token = await confirmationToken(stranger);
+    const confirmed = await live.api.post(`/v1/email-confirmations/${token}`);
+    expect(confirmed.status).toBe(200);
+    expect(confirmed.body).toEqual({ email: stranger, verified: true });
+    // single-use: the same link again, or a made-up one, is not found
+    for (const used of [token, `${token.slice(0, -1)}x`]) {
+      const again = await live.api.post(`/v1/email-confirmations/${used}`);
+      expect(again.status).toBe(404);
+      expect(again.body).toEqual({ code: 'not_found', message: expect.any(String), request_id: expect.any(String) });
+    }
+    const listed = (await attacker.client.get('/v1/alert-destinations')).body.data as { id: string; addresses: unknown }[];
+    expect(listed.find((d) => d.id === destination.body.id)!.addresses).toEqual([{ email: stranger, verified: true }]);
+
+    // confirmed: the recovery's "Resolved" reaches it
+    await ping(check.ping_url);
+    const [resolved] = await catcher.waitFor(1, mailsTo(stranger));
+    expect(resolved!.subject).toMatch(/^\[Sluice\] Resolved:/);
   });
 });
 
@@ -486,7 +620,7 @@ describe('two worker processes', () => {
     const project = await createProject(owner);
     const id = tag();
     const address = uniqueEmail('twice');
-    const email = await addDestination(owner, { type: 'email', emails: [address] });
+    const email = await addConfirmedEmail(owner, [address]);
     const webhook = await addDestination(owner, { type: 'webhook', url: `${receiver.url}/hook/${id}` });
     const check = await cronCheck(owner, project.id, `shared-${id}`);
     const started = Date.now();

@@ -98,6 +98,11 @@ test('the document covers every SPEC route of cron monitoring, uptime, alerts, d
   expect(fieldsOf('/v1/reports/preview', 'get', '200')).toEqual(['subject', 'html', 'text', 'data', 'period']);
   expect(doc.paths['/v1/checkins/{token}'].get.security).toEqual([]);
   expect(doc.paths['/v1/alert-destinations'].post['x-required-role']).toBe('admin');
+  // addresses are confirmed through a route that needs no credential; answers say which are
+  expect(doc.paths['/v1/email-confirmations/{token}'].post.security).toEqual([]);
+  expect(fieldsOf('/v1/email-confirmations/{token}', 'post', '200')).toEqual(['email', 'verified']);
+  expect(fieldsOf('/v1/alert-destinations', 'get', '200')).toEqual(expect.arrayContaining(['emails', 'addresses', 'url', 'secret_set']));
+  expect(fieldsOf('/v1/reports/schedule', 'put', '200')).toEqual(expect.arrayContaining(['recipients', 'addresses']));
 });
 
 test('the document covers every SPEC route of deployments, releases, integrations, source maps, session replay and dashboards', async () => {

@@ -1,7 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type AddressInfo } from 'node:net';
 import { Types } from 'mongoose';
+import type { Redis } from 'ioredis';
 import { createMailer, type Mailer } from '../../src/shared/clients/mailer.js';
+import { closeRedis, createRedis } from '../../src/shared/clients/redis.js';
+import { createLogger } from '../../src/shared/logger.js';
 import { openAlert } from '../../src/shared/features/alerts/service.js';
 import { checkInByToken, sweepChecks } from '../../src/shared/features/cron/service.js';
 import { ingestErrorEvents } from '../../src/shared/features/issues/service.js';
@@ -23,6 +26,8 @@ let catcher: MailCatcher;
 let h: Harness;
 const harnesses: Harness[] = [];
 const mailers: Mailer[] = [];
+/** The mail budget's counters, as a worker's mailer keeps them. */
+let redis: Redis;
 
 async function harness(env: Record<string, string>, options: { workers?: boolean } = {}) {
   const started = await startHarness(env, options);
@@ -36,7 +41,7 @@ async function closeHarness(done: Harness) {
 }
 
 function mailerOf(smtpUrl: string): Mailer {
-  const mailer = createMailer({ ...h.config, SMTP_URL: smtpUrl })!;
+  const mailer = createMailer({ ...h.config, SMTP_URL: smtpUrl }, redis)!;
   mailers.push(mailer);
   return mailer;
 }
@@ -44,16 +49,30 @@ function mailerOf(smtpUrl: string): Mailer {
 beforeAll(async () => {
   catcher = await startMailCatcher();
   h = await harness({ SMTP_URL: catcher.url });
+  redis = createRedis(h.config.REDIS_URL!, 'fast', createLogger('silent'));
 });
 
 afterAll(async () => {
   for (const mailer of mailers) mailer.close();
+  await closeRedis(redis);
   for (const started of [...harnesses]) await closeHarness(started);
   await dropTestDatabase();
   await catcher?.close();
 });
 
-const mailsTo = (address: string) => catcher.mails.filter((mail) => mail.to.includes(address));
+const CONFIRMATION_SUBJECT = 'Confirm your address for Sluice alerts';
+const isDigest = (mail: ReceivedMail) => mail.subject !== CONFIRMATION_SUBJECT;
+/** The digests mailed to an address (its confirmation mail aside). */
+const mailsTo = (address: string) => catcher.mails.filter((mail) => mail.to.includes(address) && isDigest(mail));
+
+/** Uses each address's confirmation link, as its owner would through the dashboard page (no sign-in). */
+async function confirmAddresses(...addresses: string[]): Promise<void> {
+  for (const address of addresses) {
+    const [mail] = await catcher.waitFor(1, (m) => m.to.includes(address) && !isDigest(m));
+    const token = /\/confirm-email\/([0-9A-Za-z]+)/.exec(mail!.text)![1]!;
+    expect((await h.api.post(`/v1/email-confirmations/${token}`)).status).toBe(200);
+  }
+}
 
 /**
  * The first instant after `after` whose wall clock in `zone` reads hour:minute (on `weekday`, 0 =
@@ -131,6 +150,7 @@ describe('the digest schedule', () => {
       minute: 0,
       timezone: 'Europe/Berlin',
       recipients: ['ops@example.test', 'cto@example.test'],
+      addresses: [{ email: 'ops@example.test', verified: false }, { email: 'cto@example.test', verified: false }],
       next_send_at: expected.toISOString(),
       last_sent_at: null,
       last_error: null,
@@ -434,6 +454,7 @@ describe('sending', () => {
     const project = await createProject(owner, `Checkout ${randomBytes(2).toString('hex')}`);
     const recipients = [uniqueEmail('ops'), uniqueEmail('cto')];
     const schedule = await scheduleHalfADayAhead(owner, recipients);
+    await confirmAddresses(...recipients);
     await errorsAt(owner, project.id, 'TimeoutError', 'upstream took 30 s', [new Date(Date.now() - HOUR), new Date(Date.now() - 2 * HOUR)]);
     const preview = (await owner.client.get('/v1/reports/preview')).body;
     expect(preview.data.projects[0].events).toBe(2);
@@ -451,7 +472,7 @@ describe('sending', () => {
 
     const before = Date.now();
     expect(await sendDigest(new Types.ObjectId(owner.organization.id), new Date(claimed[0]!.sendAt), mailerOf(catcher.url))).toBe('sent');
-    const mails = catcher.mails.filter((mail) => recipients.some((r) => mail.to.includes(r)));
+    const mails = catcher.mails.filter((mail) => recipients.some((r) => mail.to.includes(r)) && isDigest(mail));
     expect(mails).toHaveLength(1);
     const [mail] = mails as [ReceivedMail];
     expect([...mail.to].sort()).toEqual([...recipients].sort());
@@ -471,7 +492,7 @@ describe('sending', () => {
     // A send still queued after the digest was stopped mails nobody.
     expect((await owner.client.delete('/v1/reports/schedule')).status).toBe(204);
     expect(await sendDigest(new Types.ObjectId(owner.organization.id), new Date(sendAt + DAY), mailerOf(catcher.url))).toBe('skipped');
-    expect(catcher.mails.filter((m) => recipients.some((r) => m.to.includes(r)))).toHaveLength(1);
+    expect(catcher.mails.filter((m) => recipients.some((r) => m.to.includes(r)) && isDigest(m))).toHaveLength(1);
   });
 
   test('a weekly digest that cannot be mailed records last_error; the retry delivers it and clears the error', async () => {
@@ -480,6 +501,7 @@ describe('sending', () => {
     const recipient = uniqueEmail('weekly');
     const put = await owner.client.put('/v1/reports/schedule', { cadence: 'weekly', weekday: (new Date().getUTCDay() + 3) % 7, hour: 12, recipients: [recipient] });
     expect(put.status).toBe(200);
+    await confirmAddresses(recipient);
     const sendAt = Date.parse(put.body.next_send_at);
     const claimed = (await claimDueReports(new Date(sendAt + MINUTE))).filter((c) => c.orgId === owner.organization.id);
     expect(claimed).toEqual([{ orgId: owner.organization.id, sendAt }]);
@@ -512,6 +534,7 @@ describe('sending', () => {
     const project = await createProject(owner, `Berlin ${randomBytes(2).toString('hex')}`);
     const recipient = uniqueEmail('berlin');
     expect((await owner.client.put('/v1/reports/schedule', { cadence: 'daily', hour: 9, timezone: 'Europe/Berlin', recipients: [recipient] })).status).toBe(200);
+    await confirmAddresses(recipient);
     // Berlin leaves summer time on 2026-10-25: 09:00 is 07:00Z on the 24th and 08:00Z on the 25th.
     const sends = ['2026-10-24T07:00:00.000Z', '2026-10-25T08:00:00.000Z'];
     await errorsAt(owner, project.id, 'DstError', 'counted once', [new Date('2026-10-23T12:00:00Z'), new Date('2026-10-24T07:30:00Z')]);
@@ -522,6 +545,33 @@ describe('sending', () => {
     expect(second.text).toContain(`Period: ${sends[0]} to ${sends[1]}`);
     expect(first.text).toContain(`${project.name}: 1 error events, 0 in the previous period`);
     expect(second.text).toContain(`${project.name}: 1 error events, 1 in the previous period`);
+  });
+
+  test('a digest goes to confirmed recipients only: with none confirmed it is not sent and last_error says why; a stranger gets the confirmation mail alone', async () => {
+    const owner = await signUp(h);
+    await createProject(owner, `Unconfirmed ${randomBytes(2).toString('hex')}`);
+    const [team, stranger] = [uniqueEmail('team'), uniqueEmail('stranger')];
+    const put = await owner.client.put('/v1/reports/schedule', { cadence: 'daily', hour: 6, recipients: [team, stranger] });
+    expect(put.status).toBe(200);
+    expect(put.body.addresses).toEqual([{ email: team, verified: false }, { email: stranger, verified: false }]);
+    const orgId = new Types.ObjectId(owner.organization.id);
+    const sendAt = Date.parse(put.body.next_send_at);
+
+    expect(await sendDigest(orgId, new Date(sendAt), mailerOf(catcher.url))).toBe('skipped');
+    const refused = (await owner.client.get('/v1/reports/schedule')).body;
+    expect(refused.last_error).toMatch(/not sent: no recipient has confirmed/);
+    expect(refused.last_sent_at).toBeNull();
+    expect(mailsTo(team)).toHaveLength(0);
+
+    await confirmAddresses(team);
+    expect((await owner.client.get('/v1/reports/schedule')).body.addresses).toEqual([{ email: team, verified: true }, { email: stranger, verified: false }]);
+    // setting the schedule again sends no second link to the address whose link is still out
+    expect((await owner.client.put('/v1/reports/schedule', { cadence: 'daily', hour: 6, recipients: [team, stranger] })).status).toBe(200);
+    expect(await sendDigest(orgId, new Date(sendAt), mailerOf(catcher.url))).toBe('sent');
+    const [digest] = mailsTo(team) as [ReceivedMail];
+    expect(digest.to).toEqual([team]);
+    expect(catcher.mails.filter((mail) => mail.to.includes(stranger)).map((mail) => mail.subject)).toEqual([CONFIRMATION_SUBJECT]);
+    expect((await owner.client.get('/v1/reports/schedule')).body.last_error).toBeNull();
   });
 
   test('the subject names the day of the send in the schedule’s time zone', async () => {
@@ -540,6 +590,7 @@ describe('sending', () => {
     const project = await createProject(owner, `Worker ${randomBytes(2).toString('hex')}`);
     const recipient = uniqueEmail('worker');
     await scheduleHalfADayAhead(owner, [recipient]);
+    await confirmAddresses(recipient);
     await errorsAt(owner, project.id, 'WorkerError', 'sent by the tick', [new Date(Date.now() - 5 * MINUTE)]);
     // As if the send time had just passed.
     const sendAt = new Date(Math.floor((Date.now() - MINUTE) / 1000) * 1000);
@@ -551,7 +602,7 @@ describe('sending', () => {
     // A fresh worker process runs its ticks at once, then every minute.
     const workers = await harness({ SMTP_URL: catcher.url }, { workers: true });
     try {
-      const [mail] = await catcher.waitFor(1, (m) => m.to.includes(recipient), 75_000);
+      const [mail] = await catcher.waitFor(1, (m) => m.to.includes(recipient) && isDigest(m), 75_000);
       expect(mail!.subject).toBe(preview.subject);
       expect(mail!.text).toBe(preview.text);
       const schedule = await eventually(async () => {

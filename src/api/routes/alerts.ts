@@ -3,12 +3,15 @@ import { alertJson, alertsQuery, createDestinationBody, destinationJson } from '
 import { createDestination, deleteDestination, listAlerts, listDestinations } from '../../shared/features/alerts/service.js';
 import { putScheduleBody, previewJson, scheduleJson } from '../../shared/features/reports/schemas.js';
 import { deleteSchedule, getSchedule, previewDigest, putSchedule } from '../../shared/features/reports/service.js';
+import { confirmationJson, confirmationParams } from '../../shared/features/recipients/schemas.js';
+import { confirmAddress } from '../../shared/features/recipients/service.js';
 import { pageQuery } from '../../shared/paging.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, listOf } from '../routing.js';
 
 export const alertRoutes = (deps: ApiDeps) => {
-  const emailEnabled = deps.config.SMTP_URL !== undefined;
+  // email on: new addresses are sent a link to the dashboard's confirmation page
+  const confirmations = deps.mailer && { mailer: deps.mailer, dashboardOrigin: deps.config.DASHBOARD_ORIGIN };
   return [
     defineRoute({
       method: 'get',
@@ -24,7 +27,7 @@ export const alertRoutes = (deps: ApiDeps) => {
       method: 'get',
       path: '/v1/alert-destinations',
       tag: 'Alerts',
-      summary: 'Where alerts are sent (secrets and Slack URLs are never shown in full).',
+      summary: 'Where alerts are sent: webhook and Slack URLs masked after the host, secrets never shown, each email address with whether it is confirmed.',
       access: 'admin',
       query: z.object(pageQuery),
       response: listOf(destinationJson),
@@ -34,12 +37,12 @@ export const alertRoutes = (deps: ApiDeps) => {
       method: 'post',
       path: '/v1/alert-destinations',
       tag: 'Alerts',
-      summary: 'Add an email, webhook (signed with X-Sluice-Signature when a secret is set) or Slack destination, optionally for some kinds or projects only.',
+      summary: 'Add an email (each new address is mailed a confirmation link first), webhook (signed with X-Sluice-Signature when a secret is set) or Slack destination, optionally for some kinds or projects only.',
       access: 'admin',
       body: createDestinationBody,
       status: 201,
       response: destinationJson,
-      handler: ({ principal, body, req }) => createDestination(principal, body, { emailEnabled, urlProblem: deps.outbound.urlProblem }, req.ip),
+      handler: ({ principal, body, req }) => createDestination(principal, body, { confirmations, urlProblem: deps.outbound.urlProblem, secrets: deps.secrets }, req.ip),
     }),
     defineRoute({
       method: 'delete',
@@ -64,11 +67,11 @@ export const alertRoutes = (deps: ApiDeps) => {
       method: 'put',
       path: '/v1/reports/schedule',
       tag: 'Reports',
-      summary: 'Set the digest schedule: daily or weekly, at an hour and minute in a time zone, to recipients (needs SMTP_URL).',
+      summary: 'Set the digest schedule: daily or weekly, at an hour and minute in a time zone, to recipients (needs SMTP_URL; each new address is mailed a confirmation link first).',
       access: 'admin',
       body: putScheduleBody,
       response: scheduleJson,
-      handler: ({ principal, body, req }) => putSchedule(principal, body, emailEnabled, req.ip),
+      handler: ({ principal, body, req }) => putSchedule(principal, body, confirmations, req.ip),
     }),
     defineRoute({
       method: 'delete',
@@ -87,6 +90,16 @@ export const alertRoutes = (deps: ApiDeps) => {
       access: 'member',
       response: previewJson,
       handler: ({ principal }) => previewDigest(principal.orgId),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/email-confirmations/{token}',
+      tag: 'Alerts',
+      summary: 'Confirm an alert or digest address with the token from its confirmation mail (the dashboard\'s /confirm-email/{token} page calls this; no sign-in needed). Single-use; expires after 7 days.',
+      access: 'public',
+      params: confirmationParams,
+      response: confirmationJson,
+      handler: ({ params }) => confirmAddress(params.token),
     }),
   ];
 };

@@ -1,6 +1,8 @@
 import { createHmac } from 'node:crypto';
-import type { Mailer } from '../../clients/mailer.js';
+import { MailBudgetExceeded, type Mailer } from '../../clients/mailer.js';
 import type { Outbound } from '../../clients/outbound.js';
+import type { SecretBox } from '../../clients/secret-box.js';
+import { confirmedAmong } from '../recipients/service.js';
 import type { AlertEvent } from './model.js';
 import type { DestinationDoc } from './model.js';
 
@@ -8,7 +10,18 @@ import type { DestinationDoc } from './model.js';
 export interface Channels {
   mailer: Mailer | undefined;
   outbound: Outbound;
+  /** Opens the sealed URLs and secrets of destinations, only to deliver. */
+  secrets: SecretBox;
 }
+
+/** A delivery that trying again will not help (no confirmed address, the mail budget used up): recorded as failed at once. */
+export class NotDeliverable extends Error {}
+
+/** The destination's URL and signing secret in plaintext: sealed ones opened, ones saved before sealing as stored. */
+const openedTarget = (destination: DestinationDoc, secrets: SecretBox) => ({
+  url: destination.urlSealed ? secrets.open(destination.urlSealed) : destination.url!,
+  secret: destination.secretSealed ? secrets.open(destination.secretSealed) : destination.secret,
+});
 
 export interface AlertMessage {
   subject: string;
@@ -50,18 +63,27 @@ async function postJson(channels: Channels, url: string, body: string, headers: 
 /** Sends one alert event to one destination; throws with a reason the delivery record shows. */
 export async function sendToDestination(destination: DestinationDoc, message: AlertMessage, channels: Channels): Promise<void> {
   switch (destination.type) {
-    case 'email':
+    case 'email': {
       if (!channels.mailer) throw new Error('email is off: SMTP_URL is not set');
-      await channels.mailer.send({ to: destination.emails, subject: message.subject, text: message.text, html: message.html });
+      // an address nobody confirmed gets nothing but its confirmation mail
+      const to = await confirmedAmong(destination.orgId, destination.emails);
+      if (to.length === 0) throw new NotDeliverable('not sent: no address of this destination is confirmed yet');
+      try {
+        await channels.mailer.send({ orgId: destination.orgId.toHexString(), to, subject: message.subject, text: message.text, html: message.html });
+      } catch (error) {
+        throw error instanceof MailBudgetExceeded ? new NotDeliverable(error.message) : error;
+      }
       return;
+    }
     case 'webhook': {
+      const { url, secret } = openedTarget(destination, channels.secrets);
       const body = JSON.stringify(message.payload);
-      await postJson(channels, destination.url!, body, destination.secret ? { 'x-sluice-signature': signatureOf(destination.secret, body) } : {});
+      await postJson(channels, url, body, secret ? { 'x-sluice-signature': signatureOf(secret, body) } : {});
       return;
     }
     case 'slack':
       // Slack's incoming-webhook payload: `text` is the notification, mrkdwn allowed.
-      await postJson(channels, destination.url!, JSON.stringify({ text: message.text.trim() }), {});
+      await postJson(channels, openedTarget(destination, channels.secrets).url, JSON.stringify({ text: message.text.trim() }), {});
       return;
   }
 }

@@ -78,8 +78,14 @@ const destinationSchema = new Schema({
   type: { type: String, enum: destinationTypes, required: true },
   name: { type: String, default: null },
   emails: { type: [String], default: [] },
+  /** Webhook and Slack: the URL sealed with ENCRYPTION_KEY (a Slack URL, and often a webhook's, is a credential). */
+  urlSealed: { type: String, default: null },
+  /** The URL as answered: scheme and host, the rest masked (maskedUrl). */
+  urlShown: { type: String, default: null },
+  /** Webhook: the signing secret sealed with ENCRYPTION_KEY; opened only to sign, never answered. */
+  secretSealed: { type: String, default: null },
+  /** Destinations saved before sealing keep their URL and secret here in plaintext, and still work. */
   url: { type: String, default: null },
-  /** Signs webhook bodies; kept to sign, never answered after creation. */
   secret: { type: String, default: null },
   /** Empty: every kind; else only these. */
   kinds: { type: [String], default: [] },

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { pageQuery } from '../../paging.js';
 import { viewQuery } from '../../views.js';
+import { addressJson } from '../recipients/schemas.js';
 import { alertEvents, alertKinds, deliveryStatuses, destinationTypes } from './model.js';
 
 export const alertsQuery = z.object({
@@ -52,7 +53,12 @@ export const destinationJson = z.object({
   type: z.enum(destinationTypes),
   name: z.string().nullable(),
   emails: z.array(z.string()).optional(),
-  /** Webhook: the URL as given. Slack: its origin and last four characters (the URL is itself a credential). */
+  /** Email: each address and whether its owner confirmed it; alerts go to confirmed addresses only. */
+  addresses: z.array(addressJson).optional(),
+  /**
+   * Webhook and Slack: the scheme and host, the path and query masked (`https://hooks.example.com/…`,
+   * plus the last four characters of a long path): a Slack URL, and often a webhook's, is itself a credential.
+   */
   url: z.string().optional(),
   /** Webhook: whether bodies are signed; the secret is never answered. */
   secret_set: z.boolean().optional(),

@@ -6,7 +6,9 @@ import type { MemberPrincipal } from '../../principal.js';
 import { contentId, insertNew } from '../../telemetry/storage.js';
 import { namedProjects, optionalWindow, projectFilter } from '../../views.js';
 import { auditAs } from '../audit/service.js';
-import { renderAlert, sendToDestination, type Channels } from './channels.js';
+import type { SecretBox } from '../../clients/secret-box.js';
+import { addressStates, requestConfirmations, type ConfirmationMail } from '../recipients/service.js';
+import { NotDeliverable, renderAlert, sendToDestination, type Channels } from './channels.js';
 import { Alert, AlertDelivery, AlertDestination, type AlertDoc, type AlertEvent, type AlertKind, type DeliveryDoc, type DestinationDoc } from './model.js';
 import type { alertJson, alertsQuery, createDestinationBody, destinationJson } from './schemas.js';
 
@@ -230,7 +232,10 @@ export async function deliverAlert(deliveryId: string, channels: Channels, attem
     await sendToDestination(destination, renderAlert(alert as never, delivery.event, payload), channels);
   } catch (error) {
     const reason = (error as Error).message.slice(0, 500);
-    await record({ status: attempt.final ? 'failed' : 'retrying', lastError: reason });
+    const final = attempt.final || error instanceof NotDeliverable;
+    await record({ status: final ? 'failed' : 'retrying', lastError: reason });
+    // Not sendable now is not sendable in a minute either: no retry to pile mail up for later.
+    if (error instanceof NotDeliverable) return 'skipped';
     throw error;
   }
   await record({ status: 'sent', lastError: null });
@@ -239,55 +244,78 @@ export async function deliverAlert(deliveryId: string, channels: Channels, attem
 
 type DestinationJson = z.infer<typeof destinationJson>;
 
-/** A Slack webhook URL is a credential: its origin and last four characters are enough to recognise it. */
-const maskedUrl = (url: string) => `${new URL(url).origin}/…${url.slice(-4)}`;
+/**
+ * A webhook or Slack URL as answered: scheme and host kept; the path and query (where the credential
+ * of a Slack URL, and often of a webhook, is) replaced by `…`, plus their last four characters when
+ * there are enough that four give nothing away, so a URL can still be told from another.
+ */
+function maskedUrl(url: string): string {
+  const parsed = new URL(url);
+  const rest = `${parsed.pathname}${parsed.search}${parsed.hash}`;
+  return `${parsed.origin}/…${rest.length >= 16 ? rest.slice(-4) : ''}`;
+}
 
-const destinationJsonOf = (destination: DestinationDoc): DestinationJson => ({
-  id: destination._id.toHexString(),
-  type: destination.type,
-  name: destination.name ?? null,
-  ...(destination.type === 'email' && { emails: destination.emails }),
-  ...(destination.type === 'webhook' && { url: destination.url!, secret_set: destination.secret !== null }),
-  ...(destination.type === 'slack' && { url: maskedUrl(destination.url!) }),
-  kinds: destination.kinds as AlertKind[],
-  project_ids: destination.projectIds.map((id) => id.toHexString()),
-  created_at: destination.createdAt.toISOString(),
-});
+/** Each destination as answered; `addresses` tells an email destination's confirmed addresses from the others. */
+async function destinationJsonsOf(orgId: Types.ObjectId, destinations: DestinationDoc[]): Promise<DestinationJson[]> {
+  const states = new Map((await addressStates(orgId, [...new Set(destinations.flatMap((d) => d.emails))])).map((state) => [state.email, state]));
+  return destinations.map((destination) => ({
+    id: destination._id.toHexString(),
+    type: destination.type,
+    name: destination.name ?? null,
+    ...(destination.type === 'email' && { emails: destination.emails, addresses: destination.emails.map((email) => states.get(email)!) }),
+    ...(destination.type !== 'email' && { url: destination.urlShown ?? maskedUrl(destination.url!) }),
+    ...(destination.type === 'webhook' && { secret_set: (destination.secretSealed ?? destination.secret) !== null }),
+    kinds: destination.kinds as AlertKind[],
+    project_ids: destination.projectIds.map((id) => id.toHexString()),
+    created_at: destination.createdAt.toISOString(),
+  }));
+}
 
 export async function listDestinations(orgId: Types.ObjectId, options: { limit: number; cursor?: string | undefined }) {
   const page = await paginate(AlertDestination, { orgId }, { sortField: 'createdAt', direction: 1, ...options });
-  return { data: (page.items as DestinationDoc[]).map(destinationJsonOf), next_cursor: page.nextCursor };
+  return { data: await destinationJsonsOf(orgId, page.items as DestinationDoc[]), next_cursor: page.nextCursor };
 }
 
-export interface DestinationChecks {
-  emailEnabled: boolean;
+export interface DestinationDeps {
+  /** Unset: email is off (no SMTP_URL). */
+  confirmations: ConfirmationMail | undefined;
   urlProblem(url: string): string | undefined;
+  secrets: SecretBox;
 }
 
-export async function createDestination(principal: MemberPrincipal, input: z.infer<typeof createDestinationBody>, checks: DestinationChecks, ip: string | undefined) {
-  if (input.type === 'email' && !checks.emailEnabled) {
+/**
+ * Saves a destination with its URL and secret sealed. The addresses of an email destination are each
+ * sent a confirmation link first; alerts reach only those whose owners used it.
+ */
+export async function createDestination(principal: MemberPrincipal, input: z.infer<typeof createDestinationBody>, deps: DestinationDeps, ip: string | undefined) {
+  if (input.type === 'email' && !deps.confirmations) {
     throw new AppError('validation_failed', 'email is off on this server: set SMTP_URL to send alert email', { details: [{ path: 'body.type', message: 'email is off (SMTP_URL is not set)' }] });
   }
   if (input.type !== 'email') {
-    const problem = checks.urlProblem(input.url);
+    const problem = deps.urlProblem(input.url);
     if (problem) throw new AppError('validation_failed', `url cannot be used: ${problem}`, { details: [{ path: 'body.url', message: problem }] });
   }
   const projectIds = await namedProjects(principal.orgId, input.project_ids);
+  const emails = input.type === 'email' ? [...new Set(input.emails.map((email) => email.toLowerCase()))] : [];
+  const secret = input.type === 'webhook' ? input.secret : undefined;
   const destination = (
     await AlertDestination.create({
       orgId: principal.orgId,
       type: input.type,
       name: input.name ?? null,
-      emails: input.type === 'email' ? [...new Set(input.emails.map((email) => email.toLowerCase()))] : [],
-      url: input.type === 'email' ? null : input.url,
-      secret: input.type === 'webhook' ? (input.secret ?? null) : null,
+      emails,
+      urlSealed: input.type === 'email' ? null : deps.secrets.seal(input.url),
+      urlShown: input.type === 'email' ? null : maskedUrl(input.url),
+      secretSealed: secret === undefined ? null : deps.secrets.seal(secret),
       kinds: [...new Set(input.kinds ?? [])],
       projectIds: [...new Map((projectIds ?? []).map((id) => [id.toHexString(), id])).values()],
       createdAt: new Date(),
     })
   ).toObject() as DestinationDoc;
   await auditAs(principal, ip)('alert_destination.create', { type: 'alert_destination', id: destination._id }, { type: destination.type });
-  return destinationJsonOf(destination);
+  if (deps.confirmations && emails.length > 0) await requestConfirmations(principal.orgId, emails, deps.confirmations);
+  const [answer] = await destinationJsonsOf(principal.orgId, [destination]);
+  return answer!;
 }
 
 export async function deleteDestination(principal: MemberPrincipal, destinationId: string, ip: string | undefined): Promise<void> {

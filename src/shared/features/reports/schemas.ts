@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { addressJson } from '../recipients/schemas.js';
 import { cadences } from './model.js';
 
 export const weekdays = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'] as const;
@@ -22,6 +23,8 @@ export const scheduleJson = z.object({
   minute: z.number(),
   timezone: z.string(),
   recipients: z.array(z.string()),
+  /** Each recipient and whether its owner confirmed the address; the digest goes to confirmed ones only. */
+  addresses: z.array(addressJson),
   next_send_at: z.string(),
   last_sent_at: z.string().nullable(),
   last_error: z.string().nullable(),

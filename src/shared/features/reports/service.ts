@@ -1,12 +1,13 @@
 import { Cron } from 'croner';
 import type { Types } from 'mongoose';
 import type { z } from 'zod';
-import type { Mailer } from '../../clients/mailer.js';
+import { MailBudgetExceeded, type Mailer } from '../../clients/mailer.js';
 import { AppError, notFound } from '../../errors.js';
 import type { MemberPrincipal } from '../../principal.js';
 import { oneAtATime } from '../../telemetry/storage.js';
 import { auditAs } from '../audit/service.js';
 import { nextRun, timezoneProblem } from '../cron/schedule.js';
+import { addressStates, confirmedAmong, requestConfirmations, type ConfirmationMail } from '../recipients/service.js';
 import { gatherDigest, renderDigest, type Digest } from './digest.js';
 import { ReportSchedule, type ReportScheduleDoc } from './model.js';
 import { weekdays, type putScheduleBody, type scheduleJson } from './schemas.js';
@@ -14,13 +15,14 @@ import { weekdays, type putScheduleBody, type scheduleJson } from './schemas.js'
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
 
-const scheduleJsonOf = (schedule: ReportScheduleDoc): z.infer<typeof scheduleJson> => ({
+const scheduleJsonOf = async (schedule: ReportScheduleDoc): Promise<z.infer<typeof scheduleJson>> => ({
   cadence: schedule.cadence,
   weekday: weekdays[schedule.weekday]!,
   hour: schedule.hour,
   minute: schedule.minute,
   timezone: schedule.timezone,
   recipients: schedule.recipients,
+  addresses: await addressStates(schedule._id, schedule.recipients),
   next_send_at: schedule.nextSendAt.toISOString(),
   last_sent_at: schedule.lastSentAt?.toISOString() ?? null,
   last_error: schedule.lastError ?? null,
@@ -53,8 +55,9 @@ export async function getSchedule(orgId: Types.ObjectId) {
   return scheduleJsonOf(schedule);
 }
 
-export async function putSchedule(principal: MemberPrincipal, input: z.infer<typeof putScheduleBody>, emailEnabled: boolean, ip: string | undefined, now = new Date()) {
-  if (!emailEnabled) throw new AppError('validation_failed', 'email is off on this server: set SMTP_URL to send digests', { details: [{ path: 'body.recipients', message: 'email is off (SMTP_URL is not set)' }] });
+/** Sets the schedule; recipients not confirmed yet are each sent a confirmation link first (`confirmations` unset: email is off). */
+export async function putSchedule(principal: MemberPrincipal, input: z.infer<typeof putScheduleBody>, confirmations: ConfirmationMail | undefined, ip: string | undefined, now = new Date()) {
+  if (!confirmations) throw new AppError('validation_failed', 'email is off on this server: set SMTP_URL to send digests', { details: [{ path: 'body.recipients', message: 'email is off (SMTP_URL is not set)' }] });
   const problem = timezoneProblem(input.timezone);
   if (problem) throw new AppError('validation_failed', problem, { details: [{ path: 'body.timezone', message: problem }] });
   const fields = {
@@ -71,6 +74,7 @@ export async function putSchedule(principal: MemberPrincipal, input: z.infer<typ
     { upsert: true, returnDocument: 'after' },
   ).lean<ReportScheduleDoc>();
   await auditAs(principal, ip)('report_schedule.set', { type: 'report_schedule', id: principal.orgId }, { cadence: fields.cadence });
+  await requestConfirmations(principal.orgId, fields.recipients, confirmations, now);
   return scheduleJsonOf(schedule!);
 }
 
@@ -117,16 +121,27 @@ export async function claimDueReports(now = new Date()): Promise<{ orgId: string
   return claimed;
 }
 
-/** Renders the digest that was due at `sendAt` (exactly what the preview showed for it) and mails it. */
+/**
+ * Renders the digest that was due at `sendAt` (exactly what the preview showed for it) and mails it to
+ * the recipients who confirmed their address. Not sendable (none confirmed, the organisation's mail
+ * budget used up): the reason is kept in `last_error` and the digest is skipped, not retried.
+ */
 export async function sendDigest(orgId: Types.ObjectId, sendAt: Date, mailer: Mailer | undefined, now = new Date()): Promise<'sent' | 'skipped'> {
   const schedule = await ReportSchedule.findById(orgId).lean<ReportScheduleDoc>();
   if (!schedule) return 'skipped';
   const digest = await digestFor(orgId, schedule, sendAt);
+  const failed = (error: Error) => ReportSchedule.updateOne({ _id: orgId }, { $set: { lastError: error.message.slice(0, 500) } });
+  const to = await confirmedAmong(orgId, schedule.recipients);
+  if (to.length === 0) {
+    await failed(new Error('not sent: no recipient has confirmed their address yet'));
+    return 'skipped';
+  }
   try {
     if (!mailer) throw new Error('email is off: SMTP_URL is not set');
-    await mailer.send({ to: schedule.recipients, subject: digest.subject, text: digest.text, html: digest.html });
+    await mailer.send({ orgId: orgId.toHexString(), to, subject: digest.subject, text: digest.text, html: digest.html });
   } catch (error) {
-    await ReportSchedule.updateOne({ _id: orgId }, { $set: { lastError: (error as Error).message.slice(0, 500) } });
+    await failed(error as Error);
+    if (error instanceof MailBudgetExceeded) return 'skipped';
     throw error;
   }
   await ReportSchedule.updateOne({ _id: orgId }, { $set: { lastSentAt: now, lastError: null } });
