@@ -156,8 +156,9 @@ const schema = z.object({
   /** Mail the service may send for one organisation per hour (alerts, digests, confirmations); past it, mail is not sent. */
   MAIL_PER_ORG_PER_HOUR: positiveInt.default(100),
   /**
-   * Addresses and CIDR ranges uptime probes and webhooks may reach although the outbound guard refuses
-   * private, loopback and metadata addresses (a self-hosted install probing its own network).
+   * Addresses and CIDR ranges uptime probes, webhooks and SSO identity providers may reach although the
+   * outbound guard refuses private, loopback and metadata addresses (a self-hosted install probing its
+   * own network, or an in-house identity provider).
    */
   OUTBOUND_ALLOWLIST: z
     .string()

@@ -2,20 +2,26 @@
  * Single sign-on (OpenID Connect) against a real provider (oidc-provider on a loopback port) and a
  * local UDP DNS server for domain verification: the connection settings (secret sealed, never
  * answered), domain claims and their TXT proof, the login from start to session, and every refusal
- * leaving no account or session behind. Without API_PUBLIC_URL every SSO route answers 501.
+ * leaving no account or session behind. Every request to a provider passes the outbound guard (the
+ * loopback provider is allowed through OUTBOUND_ALLOWLIST=127.0.0.1; 127.0.0.2 is not), a login is
+ * bound to the browser that started it, and a provider's assertion links no account it does not prove.
+ * Without API_PUBLIC_URL every SSO route answers 501.
  */
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, sign } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mongoose, { Types } from 'mongoose';
 import { createSecretBox } from '../../src/shared/clients/secret-box.js';
 import { sha256 } from '../../src/shared/secrets.js';
-import { addMember, signUp, uniqueEmail, type Account } from '../support/factories/accounts.js';
+import { DISCOVERY_FAILED, EXCHANGE_FAILED } from '../../src/shared/clients/oidc.js';
+import { refusals } from '../../src/shared/features/sso/service.js';
+import { addMember, PASSWORD, register, signUp, uniqueEmail, type Account } from '../support/factories/accounts.js';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
 import { DASHBOARD_ORIGIN, startHarness, useHarness, type Harness } from '../support/harness.js';
 import { answerRecorder, sessionCookieOf } from '../support/http.js';
 import { startOidcProvider, type AccountClaims, type TestOidcProvider } from '../support/oidc-provider.js';
+import { startTarget, targetPool, type Target } from '../support/targets.js';
 
 /** The API's public URL: only the provider's redirect and the callback's URL use it, so it needs no listener. */
 const API_PUBLIC_URL = 'http://sluice-api.test';
@@ -26,7 +32,7 @@ const SECOND_CLIENT_SECRET = `oidc-secret-2-${randomBytes(12).toString('hex')}`;
 
 const dataDir = mkdtempSync(join(tmpdir(), 'sluice-sso-'));
 /** Filled in before the harness starts (hooks run in order): the DNS server's port is known only then. */
-const env: Record<string, string> = { DATA_DIR: dataDir, API_PUBLIC_URL, RATE_LIMIT_REGISTER: '1000' };
+const env: Record<string, string> = { DATA_DIR: dataDir, API_PUBLIC_URL, RATE_LIMIT_REGISTER: '1000', OUTBOUND_ALLOWLIST: '127.0.0.1' };
 let dns: TestDnsServer;
 let idp: TestOidcProvider;
 let otherIdp: TestOidcProvider;
@@ -56,10 +62,11 @@ afterAll(() => {
 
 const db = () => mongoose.connection;
 const uniqueDomain = () => `corp-${randomBytes(5).toString('hex')}.test`;
-const connectionBody = (provider = idp, secret = CLIENT_SECRET) => ({ issuer: provider.issuer, client_id: CLIENT_ID, client_secret: secret });
+type Issuer = Pick<TestOidcProvider, 'issuer'>;
+const connectionBody = (provider: Issuer = idp, secret = CLIENT_SECRET) => ({ issuer: provider.issuer, client_id: CLIENT_ID, client_secret: secret });
 
 /** An organisation with its connection to `provider` and a verified domain. */
-async function ssoOrganization(provider = idp, secret = CLIENT_SECRET): Promise<{ owner: Account; domain: string }> {
+async function ssoOrganization(provider: Issuer = idp, secret = CLIENT_SECRET): Promise<{ owner: Account; domain: string }> {
   const owner = await signUp(h);
   const put = await kept(owner.client.put('/v1/settings/sso', connectionBody(provider, secret)));
   expect(put.status).toBe(200);
@@ -75,31 +82,55 @@ async function ssoOrganization(provider = idp, secret = CLIENT_SECRET): Promise<
 async function invite(owner: Account, email: string, role = 'member') {
   const reply = await owner.client.post('/v1/members', { email, role });
   expect(reply.status).toBe(201);
+  return reply.body as { id: string; invite_token?: string };
+}
+
+/** The `slk_sso_login` cookie each started login set, by its state: what the browser that started it holds. */
+const loginCookies = new Map<string, string>();
+const LOGIN_COOKIE = /^slk_sso_login=([^;]+)/;
+
+/** Starts a login for `email` as a browser does, keeping its login cookie. */
+async function startLogin(email: string) {
+  const start = await kept(h.api.post('/v1/auth/sso/start', { email }));
+  expect(start.status).toBe(200);
+  const setCookie = start.headers.getSetCookie().find((line) => LOGIN_COOKIE.test(line));
+  expect(setCookie).toBeDefined();
+  loginCookies.set(new URL(start.body.authorization_url).searchParams.get('state')!, setCookie!.split(';')[0]!);
+  return { ...start, setCookie: setCookie! };
 }
 
 interface Callback {
   status: number;
   location: string | null;
   cookie: string | undefined;
+  setCookies: string[];
   body: any;
 }
 
-/** Requests the callback as the provider's redirect leads a browser (`html`) or a script to it; redirects are not followed. */
-async function callback(url: URL, mode: 'html' | 'json' = 'html'): Promise<Callback> {
+/**
+ * Requests the callback as the provider's redirect leads a browser (`html`) or a script to it; redirects
+ * are not followed. `loginCookie`: by default the one of the browser that started this login; null: none.
+ */
+async function callback(url: URL, mode: 'html' | 'json' = 'html', loginCookie: string | null = loginCookies.get(url.searchParams.get('state') ?? '') ?? null): Promise<Callback> {
   const response = await fetch(`${h.api.baseUrl}${url.pathname}${url.search}`, {
     redirect: 'manual',
-    headers: { accept: mode === 'html' ? 'text/html,application/xhtml+xml,*/*;q=0.8' : 'application/json' },
+    headers: { accept: mode === 'html' ? 'text/html,application/xhtml+xml,*/*;q=0.8' : 'application/json', ...(loginCookie && { cookie: loginCookie }) },
   });
   const text = await response.text();
   answers.push(text);
-  return { status: response.status, location: response.headers.get('location'), cookie: sessionCookieOf(response.headers), body: text ? JSON.parse(text) : undefined };
+  return {
+    status: response.status,
+    location: response.headers.get('location'),
+    cookie: sessionCookieOf(response.headers),
+    setCookies: response.headers.getSetCookie(),
+    body: text ? JSON.parse(text) : undefined,
+  };
 }
 
 /** Starts a login for `email`, signs in at the provider as `subject` with `claims`; answers the callback URL. */
 async function signInAt(email: string, subject: string, claims: AccountClaims, provider = idp): Promise<URL> {
   provider.accounts.set(subject, claims);
-  const start = await kept(h.api.post('/v1/auth/sso/start', { email }));
-  expect(start.status).toBe(200);
+  const start = await startLogin(email);
   return provider.signIn(start.body.authorization_url, subject);
 }
 
@@ -297,8 +328,9 @@ describe('signing in', () => {
     const subject = newSubject();
 
     idp.accounts.set(subject, { email, email_verified: true, name: 'Ada Lovelace' });
-    const start = await kept(h.api.post('/v1/auth/sso/start', { email: email.toUpperCase() }));
-    expect(start.status).toBe(200);
+    const start = await startLogin(email.toUpperCase());
+    // the login is bound to this browser by a cookie only the callback receives, lasting as long as the login may take
+    expect(start.setCookie).toMatch(/^slk_sso_login=[A-Za-z0-9]{40,}; Max-Age=600; Path=\/v1\/auth\/sso\/callback; Expires=[^;]+; HttpOnly; SameSite=Lax$/);
     const authorization = new URL(start.body.authorization_url);
     expect(authorization.origin).toBe(idp.issuer);
     for (const param of ['state', 'nonce', 'code_challenge']) expect(authorization.searchParams.get(param)).toBeTruthy();
@@ -318,6 +350,7 @@ describe('signing in', () => {
     expect(done.status).toBe(302);
     expect(done.location).toBe(DASHBOARD_ORIGIN);
     expect(done.cookie).toMatch(/^slk_session=/);
+    expect(done.setCookies.find((line) => line.startsWith('slk_sso_login='))).toMatch(/^slk_sso_login=; Path=\/v1\/auth\/sso\/callback; Expires=Thu, 01 Jan 1970/);
     // the provider's single-use code and the state never reach a log line
     expect(h.logs.text).toContain('/v1/auth/sso/callback?code=[redacted]');
     expect(h.logs.text).not.toContain(back.searchParams.get('code')!);
@@ -351,8 +384,8 @@ describe('signing in', () => {
   test('an existing member (registered with a password) signs in and is linked', async () => {
     const { owner, domain } = await ssoOrganization();
     const email = `grace@${domain}`;
-    await invite(owner, email);
-    const registered = await h.api.post('/v1/auth/register', { email, password: 'a long enough password 1' });
+    const invited = await invite(owner, email);
+    const registered = await h.api.post('/v1/auth/register', { email, password: 'a long enough password 1', invite_token: invited.invite_token });
     expect(registered.status).toBe(201);
     const done = await callback(await signInAt(email, newSubject(), { email, email_verified: true }), 'json');
     expect(done.status).toBe(302);
@@ -385,6 +418,17 @@ describe('signing in', () => {
     const me = await h.api.with({ cookie: second.cookie!, origin: DASHBOARD_ORIGIN }).get('/v1/me');
     expect(me.body.user.email).toBe(alice);
     expect(await userByEmail(bob)).toBeNull();
+  });
+
+  test('a verified address of the verified domain needs no invite: it joins as a member (the verified-domain rule)', async () => {
+    const { owner, domain } = await ssoOrganization();
+    const email = `newcomer@${domain}`;
+    const done = await callback(await signInAt(email, newSubject(), { email, email_verified: true }));
+    expect(done).toMatchObject({ status: 302, location: DASHBOARD_ORIGIN, cookie: expect.stringMatching(/^slk_session=/) });
+    const me = await h.api.with({ cookie: done.cookie!, origin: DASHBOARD_ORIGIN }).get('/v1/me');
+    expect(me.body).toMatchObject({ user: { email }, organization: { id: owner.organization.id }, role: 'member' });
+    const joins = await auditOf(owner, 'member.join');
+    expect(joins[0]).toMatchObject({ actor: { type: 'user', id: me.body.user.id }, details: { method: 'sso' } });
   });
 
   test('POST /v1/auth/sso/start answers 404 for a domain without single sign-on', async () => {
@@ -467,15 +511,6 @@ describe('refusals leave no account and no session', () => {
     expect((await auditOf(owner, 'sso.refused'))[0]).toMatchObject({ details: { reason: 'email_unverified', email, subject } });
   });
 
-  test('an email that was never invited', async () => {
-    const { owner, domain } = await ssoOrganization();
-    const email = `stranger@${domain}`;
-    const reply = await callback(await signInAt(email, newSubject(), { email, email_verified: true }), 'json');
-    expect(reply).toMatchObject({ status: 403, body: { code: 'forbidden' } });
-    expect(await userByEmail(email)).toBeNull();
-    expect((await auditOf(owner, 'sso.refused'))[0]!.details.reason).toBe('not_invited');
-  });
-
   test("an email of a domain the organisation has not verified (even an invited one)", async () => {
     const { owner, domain } = await ssoOrganization();
     const elsewhere = `mallory@${uniqueDomain()}`;
@@ -508,11 +543,214 @@ describe('refusals leave no account and no session', () => {
     const { owner, domain } = await ssoOrganization();
     const email = `cancel@${domain}`;
     await invite(owner, email);
-    const start = await h.api.post('/v1/auth/sso/start', { email });
+    const start = await startLogin(email);
     const state = new URL(start.body.authorization_url).searchParams.get('state')!;
     const back = new URL(`${REDIRECT_URI}?${new URLSearchParams({ error: 'access_denied', state, iss: idp.issuer })}`);
     const reply = await callback(back);
     expect(reply.location).toBe(refusalRedirect('unauthenticated', 'provider_denied'));
     expect(await userByEmail(email)).toBeNull();
+  });
+});
+
+describe('a login is bound to the browser that started it', () => {
+  test('a callback URL handed to another browser signs nobody in (login CSRF)', async () => {
+    const { owner, domain } = await ssoOrganization();
+    const attacker = `mallory@${domain}`;
+    await invite(owner, attacker);
+    // the attacker starts a login and completes it at the provider, then hands the callback URL to a victim
+    const back = await signInAt(attacker, newSubject(), { email: attacker, email_verified: true });
+    const victim = await callback(back, 'html', null);
+    expect(victim).toMatchObject({ status: 302, location: refusalRedirect('invalid_request', 'browser_mismatch'), cookie: undefined });
+    expect(await userByEmail(attacker)).toBeNull();
+    expect((await auditOf(owner, 'sso.refused'))[0]!.details.reason).toBe('browser_mismatch');
+
+    // a victim whose browser holds the cookie of a login of its own is refused the same way
+    const own = await startLogin(`victim@${domain}`);
+    const ownCookie = loginCookies.get(new URL(own.body.authorization_url).searchParams.get('state')!)!;
+    const handed = await signInAt(attacker, newSubject(), { email: attacker, email_verified: true });
+    const withOther = await callback(handed, 'json', ownCookie);
+    expect(withOther).toMatchObject({ status: 400, cookie: undefined, body: { code: 'invalid_request', message: refusals.browser_mismatch.message, request_id: expect.any(String) } });
+    expect(await userByEmail(attacker)).toBeNull();
+  });
+});
+
+describe("an organisation's provider asserting someone else's address", () => {
+  test('unverified, or verified in a domain the organisation did not verify: no link, no session as that person', async () => {
+    // the victim: a password account of an address whose domain another organisation verified
+    const { domain: victimDomain } = await ssoOrganization(otherIdp, SECOND_CLIENT_SECRET);
+    const victimEmail = `victim@${victimDomain}`;
+    await register(h, victimEmail);
+    const passwordSession = await h.api.post('/v1/auth/login', { email: victimEmail, password: PASSWORD });
+    expect(passwordSession.status).toBe(200);
+    const victim = (await userByEmail(victimEmail))!;
+    const plainVictim = await signUp(h, 'plain-victim');
+
+    // the attacker: an organisation of their own, whose provider says whatever they like
+    const { owner: attacker, domain } = await ssoOrganization();
+    const attempts: [AccountClaims, string][] = [
+      [{ email: victimEmail, email_verified: false }, 'email_unverified'],
+      [{ email: victimEmail }, 'email_unverified'],
+      [{ email: victimEmail, email_verified: true }, 'domain_unverified'],
+      [{ email: plainVictim.email, email_verified: true }, 'domain_unverified'],
+    ];
+    for (const [claims, reason] of attempts) {
+      const reply = await callback(await signInAt(`mallory@${domain}`, newSubject(), claims), 'json');
+      expect(reply).toMatchObject({ status: 403, cookie: undefined, body: { code: 'forbidden', message: refusals[reason as keyof typeof refusals].message } });
+      expect((await auditOf(attacker, 'sso.refused'))[0]!.details.reason).toBe(reason);
+    }
+    for (const userId of [victim._id, plainVictim.user.id]) {
+      expect(await db().collection('sso_identities').countDocuments({ userId: new Types.ObjectId(String(userId)) })).toBe(0);
+      expect(await db().collection('memberships').countDocuments({ userId: new Types.ObjectId(String(userId)), orgId: new Types.ObjectId(attacker.organization.id) })).toBe(0);
+    }
+    expect(await sessionsOf(victim._id)).toBe(1);
+    expect(await sessionsOf(plainVictim.user.id)).toBe(1);
+  });
+
+  test('an existing account is not pulled into the organisation, nor its pending invite accepted, by a sign-in', async () => {
+    const { owner, domain } = await ssoOrganization();
+    const email = `dual@${domain}`;
+    await register(h, email);
+    await invite(owner, email, 'admin');
+    const user = (await userByEmail(email))!;
+    const subject = newSubject();
+    const reply = await callback(await signInAt(email, subject, { email, email_verified: true }), 'json');
+    expect(reply).toMatchObject({ status: 403, cookie: undefined, body: { code: 'forbidden', message: refusals.not_member.message } });
+    const members = await owner.client.get('/v1/members');
+    expect(members.body.data.find((m: { email: string }) => m.email === email)).toMatchObject({ status: 'invited', role: 'admin' });
+    expect(await db().collection('sso_identities').countDocuments({ subject })).toBe(0);
+    expect(await sessionsOf(user._id)).toBe(0);
+    expect((await auditOf(owner, 'sso.refused'))[0]!.details.reason).toBe('not_member');
+  });
+});
+
+/**
+ * A provider as small as a login needs, on loopback: its discovery document names the endpoints `route`
+ * picks (by default its own), its token endpoint answers an RS256 ID token for the nonce the test sets
+ * (with no email, so the userinfo endpoint is asked), and its JWKS serves the key.
+ */
+async function startSmallProvider(route: (own: string) => Record<string, string> = () => ({})) {
+  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const subject = newSubject();
+  const state = { issuer: '', nonce: '', email: '' };
+  const json = (body: unknown) => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  const target = await startTarget((req) => {
+    const own = state.issuer;
+    switch (req.url) {
+      case '/.well-known/openid-configuration':
+        return json({
+          issuer: own,
+          authorization_endpoint: `${own}/authorize`,
+          token_endpoint: `${own}/token`,
+          userinfo_endpoint: `${own}/userinfo`,
+          jwks_uri: `${own}/jwks`,
+          response_types_supported: ['code'],
+          subject_types_supported: ['public'],
+          id_token_signing_alg_values_supported: ['RS256'],
+          ...route(own),
+        });
+      case '/token': {
+        const now = Math.floor(Date.now() / 1000);
+        const signed = `${part({ alg: 'RS256', kid: 'small', typ: 'JWT' })}.${part({ iss: own, sub: subject, aud: CLIENT_ID, iat: now, exp: now + 300, nonce: state.nonce })}`;
+        const idToken = `${signed}.${sign('sha256', Buffer.from(signed), privateKey).toString('base64url')}`;
+        return json({ access_token: randomBytes(16).toString('hex'), token_type: 'Bearer', expires_in: 300, id_token: idToken });
+      }
+      case '/jwks':
+        return json({ keys: [{ ...publicKey.export({ format: 'jwk' }), kid: 'small', use: 'sig', alg: 'RS256' }] });
+      case '/userinfo':
+        return json({ sub: subject, email: state.email, email_verified: true });
+      default:
+        return { status: 404 };
+    }
+  });
+  state.issuer = target.url;
+  return { target, issuer: target.url, state };
+}
+
+describe('every request to the identity provider passes the outbound guard', () => {
+  const pool = targetPool();
+  afterAll(() => pool.closeAll());
+  let guarded: Harness;
+  let listener: Target;
+  beforeAll(async () => {
+    // without OUTBOUND_ALLOWLIST, as a server whose provider is on the internet
+    guarded = await startHarness({ ...env, OUTBOUND_ALLOWLIST: '' });
+    // a loopback listener answering a well-formed discovery document: a real target an attacker would aim at
+    listener = await pool.start(() => ({ status: 200, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ issuer: `http://127.0.0.1:${listener.port}`, authorization_endpoint: `http://127.0.0.1:${listener.port}/auth`, token_endpoint: `http://127.0.0.1:${listener.port}/token`, jwks_uri: `http://127.0.0.1:${listener.port}/jwks`, response_types_supported: ['code'] }) }));
+  });
+  afterAll(async () => {
+    await guarded?.close();
+  });
+
+  test('an issuer at loopback, a private or a metadata address is refused with one message that tells nothing, and never contacted', async () => {
+    const owner = await signUp(guarded);
+    const issuers = [
+      listener.url,
+      `http://localhost:${listener.port}/`,
+      `http://2130706433:${listener.port}/`,
+      `http://[::1]:${listener.port}/`,
+      'http://127.0.0.1:9/',
+      'http://10.0.0.7:8080/realms/corp',
+      'http://192.168.1.20/',
+      'http://169.254.169.254/latest/meta-data/',
+      'http://metadata.google.internal/',
+    ];
+    const messages = new Set<string>();
+    for (const issuer of issuers) {
+      const reply = await kept(owner.client.put('/v1/settings/sso', { ...connectionBody(), issuer }));
+      expect(reply).toMatchObject({ status: 400, body: { code: 'validation_failed', message: DISCOVERY_FAILED, request_id: expect.any(String), details: [{ path: 'body.issuer', message: DISCOVERY_FAILED }] } });
+      messages.add(JSON.stringify({ message: reply.body.message, details: reply.body.details }));
+    }
+    expect(messages.size).toBe(1);
+    expect(listener.requests).toEqual([]);
+    expect(await db().collection('sso_connections').countDocuments({ orgId: new Types.ObjectId(owner.organization.id) })).toBe(0);
+    // the real cause is in the server's log
+    expect(guarded.logs.text).toContain('is not allowed (loopback)');
+    expect(guarded.logs.text).toContain('is not allowed (cloud metadata)');
+
+    // where loopback is allowed, a closed port and an open port that is no provider answer the very same
+    const allowed = await signUp(h);
+    for (const issuer of ['http://127.0.0.1:9/', h.api.baseUrl]) {
+      const reply = await kept(allowed.client.put('/v1/settings/sso', { ...connectionBody(), issuer }));
+      expect(reply).toMatchObject({ status: 400, body: { code: 'validation_failed', message: DISCOVERY_FAILED, details: [{ path: 'body.issuer', message: DISCOVERY_FAILED }] } });
+    }
+  });
+
+  test("a provider whose token, JWKS or userinfo endpoint is a forbidden address: the login fails the same way and that address is never contacted", async () => {
+    // 127.0.0.2 is loopback like the allowed 127.0.0.1, but not on OUTBOUND_ALLOWLIST
+    const forbidden = await pool.start({ status: 200, headers: { 'content-type': 'application/json' }, body: '{}' }, { host: '127.0.0.2' });
+    const cases: [string, (own: string) => Record<string, string>][] = [
+      ['token', () => ({ token_endpoint: `${forbidden.url}/token` })],
+      ['jwks', () => ({ jwks_uri: `${forbidden.url}/jwks` })],
+      ['userinfo', () => ({ userinfo_endpoint: `${forbidden.url}/userinfo` })],
+      ['none (the control: every endpoint its own)', () => ({})],
+    ];
+    const answers: unknown[] = [];
+    for (const [name, route] of cases) {
+      const provider = await startSmallProvider(route);
+      try {
+        const { owner, domain } = await ssoOrganization(provider);
+        provider.state.email = `${name.split(' ')[0]}@${domain}`;
+        const start = await startLogin(provider.state.email);
+        const authorization = new URL(start.body.authorization_url);
+        expect(authorization.origin).toBe(provider.issuer);
+        provider.state.nonce = authorization.searchParams.get('nonce')!;
+        const back = new URL(`${REDIRECT_URI}?${new URLSearchParams({ code: randomBytes(8).toString('hex'), state: authorization.searchParams.get('state')! })}`);
+        const reply = await callback(back, 'json');
+        if (name.startsWith('none')) {
+          expect(reply).toMatchObject({ status: 302, cookie: expect.stringMatching(/^slk_session=/) });
+          // token, JWKS and userinfo were all asked, each once
+          expect(provider.target.requests.map((r) => r.path).filter((path) => path !== '/.well-known/openid-configuration').sort()).toEqual(['/jwks', '/token', '/userinfo']);
+          continue;
+        }
+        expect(reply).toMatchObject({ status: 401, cookie: undefined, body: { code: 'unauthenticated', message: refusals.exchange_failed.message } });
+        answers.push({ body: { ...reply.body, request_id: undefined }, audit: (await auditOf(owner, 'sso.refused'))[0]!.details.detail });
+      } finally {
+        await provider.target.close();
+      }
+    }
+    expect(answers).toEqual(Array(3).fill({ body: { code: 'unauthenticated', message: refusals.exchange_failed.message }, audit: EXCHANGE_FAILED }));
+    expect(forbidden.requests).toEqual([]);
+    expect(h.logs.text).toContain(`address 127.0.0.2 is not allowed (loopback)`);
   });
 });

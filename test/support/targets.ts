@@ -35,7 +35,8 @@ export interface Target {
 
 export async function startTarget(
   answer: Answer | ((req: http.IncomingMessage) => Answer),
-  options: { host?: '127.0.0.1' | '::1'; tls?: { key: string; cert: string } } = {},
+  /** `host`: a loopback address, e.g. 127.0.0.2 for one the outbound allowlist leaves out. */
+  options: { host?: string; tls?: { key: string; cert: string } } = {},
 ): Promise<Target> {
   const host = options.host ?? '127.0.0.1';
   let current = answer;

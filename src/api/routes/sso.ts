@@ -13,6 +13,7 @@ import {
   deleteDomain,
   getConnection,
   listDomains,
+  LOGIN_STATE_TTL_MS,
   putConnection,
   redirectUriOf,
   startLogin,
@@ -25,6 +26,9 @@ import { defineRoute, listOf, withErrors } from '../routing.js';
 
 /** The path prefixes of every single sign-on route. */
 export const SSO_PATHS = ['/v1/settings/sso', '/v1/auth/sso'];
+
+/** Binds a login in flight to the browser that started it; sent only to the callback. */
+const LOGIN_COOKIE = 'slk_sso_login';
 
 const OFF = 'single sign-on is off on this server: set API_PUBLIC_URL to switch it on';
 
@@ -48,6 +52,8 @@ export function ssoRoutes(deps: ApiDeps, clients: { oidc: OidcClient; dns: DnsCl
   const sso: SsoDeps = { config, secrets: deps.secrets, oidc: clients.oidc, dns: clients.dns };
   const cookieOptions = { httpOnly: true, sameSite: 'lax', path: '/', secure: config.secureCookies } as const;
   const dashboard = config.DASHBOARD_ORIGIN.replace(/\/+$/, '');
+  // only reached with API_PUBLIC_URL set (ssoGate answers 501 before)
+  const loginCookieOptions = () => ({ ...cookieOptions, path: new URL(redirectUriOf(config)).pathname });
   return withErrors([
     defineRoute({
       method: 'get',
@@ -125,18 +131,23 @@ export function ssoRoutes(deps: ApiDeps, clients: { oidc: OidcClient; dns: DnsCl
       method: 'post',
       path: '/v1/auth/sso/start',
       tag: 'Single sign-on',
-      summary: "Begin an SSO login for an email: answers the identity provider's authorization URL (state, nonce, PKCE). 404 when single sign-on is not set up for the email's domain.",
+      summary:
+        "Begin an SSO login for an email: answers the identity provider's authorization URL (state, nonce, PKCE) and sets the HttpOnly `slk_sso_login` cookie (Path: the callback, lasting as long as the login may take) that binds the login to this browser; the callback is refused without it. 404 when single sign-on is not set up for the email's domain.",
       access: 'public',
       body: startBody,
       response: startJson,
-      handler: ({ body }) => startLogin(body.email, sso),
+      handler: async ({ body, res }) => {
+        const { authorization_url, browserBinding } = await startLogin(body.email, sso);
+        res.cookie(LOGIN_COOKIE, browserBinding, { ...loginCookieOptions(), maxAge: LOGIN_STATE_TTL_MS });
+        return { authorization_url };
+      },
     }),
     defineRoute({
       method: 'get',
       path: '/v1/auth/sso/callback',
       tag: 'Single sign-on',
       summary:
-        'Where the identity provider sends the browser back. Success: the slk_session cookie and a redirect to the dashboard. Refused: a browser (Accept: text/html) is redirected to the dashboard\'s /login?sso_error=<code>&sso_reason=<reason>; other clients get the error body.',
+        'Where the identity provider sends the browser back; it must carry the `slk_sso_login` cookie of the browser that started the login (which it clears). Success: the slk_session cookie and a redirect to the dashboard. Refused: a browser (Accept: text/html) is redirected to the dashboard\'s /login?sso_error=<code>&sso_reason=<reason>; other clients get the error body.',
       access: 'public',
       query: callbackQuery,
       status: 302,
@@ -145,7 +156,9 @@ export function ssoRoutes(deps: ApiDeps, clients: { oidc: OidcClient; dns: DnsCl
         // the URL the provider redirected to, as registered (not as proxies rewrote the host)
         const callbackUrl = new URL(redirectUriOf(config));
         callbackUrl.search = new URL(req.originalUrl, 'http://callback.invalid').search;
-        const result = await completeLogin({ state: query.state, callbackUrl }, sso, req.ip);
+        const browserBinding: unknown = req.cookies?.[LOGIN_COOKIE];
+        res.clearCookie(LOGIN_COOKIE, loginCookieOptions());
+        const result = await completeLogin({ state: query.state, browserBinding: typeof browserBinding === 'string' ? browserBinding : undefined, callbackUrl }, sso, req.ip);
         if (result.outcome === 'refused') {
           if (!wantsHtml(req.get('accept'))) throw result.error;
           const target = `${dashboard}/login?${new URLSearchParams({ sso_error: result.error.code, sso_reason: result.reason })}`;

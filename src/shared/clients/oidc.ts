@@ -1,9 +1,12 @@
 import * as openid from 'openid-client';
+import type { Logger } from '../logger.js';
+import type { Outbound } from './outbound.js';
 
 /**
  * The identity provider side of single sign-on (OpenID Connect, authorization code with PKCE), through
- * openid-client. The issuer is an admin's choice, so it is fetched as given (loopback and plain http
- * included: an internal Keycloak is a normal self-hosted setup), not through the outbound guard.
+ * openid-client. The issuer is typed by any organisation's admin, so every request (discovery, token,
+ * userinfo, JWKS) goes through the outbound guard: an internal provider (an in-house Keycloak) is reached
+ * only when its address is in OUTBOUND_ALLOWLIST. Plain http issuers are accepted.
  */
 
 /** Which provider and client a login goes through; the secret is already unsealed. */
@@ -30,7 +33,11 @@ export interface OidcIdentity {
   name: string | undefined;
 }
 
-/** The provider's or the protocol's refusal: `denied` when the provider sent an error back. */
+/**
+ * The provider's or the protocol's refusal: `denied` when the provider sent an error back through the
+ * browser. The other kinds carry one fixed message whatever went wrong (refused by the guard, closed
+ * port, not a provider, timeout), so an answer never tells what is listening where; the cause is logged.
+ */
 export class OidcRefusal extends Error {
   constructor(
     readonly kind: 'discovery' | 'denied' | 'exchange',
@@ -51,30 +58,53 @@ export interface OidcClient {
   completeLogin(connection: OidcConnection, callbackUrl: URL, checks: LoginChecks): Promise<OidcIdentity>;
 }
 
+export const DISCOVERY_FAILED = 'the issuer did not answer as an OpenID Connect provider this server may use (an identity provider on an internal address must be listed in OUTBOUND_ALLOWLIST)';
+export const EXCHANGE_FAILED = "the identity provider's answer could not be used";
+
 const SCOPE = 'openid email profile';
 /** Discovery documents change rarely; login start and callback reuse one for a few minutes. */
 const METADATA_TTL_MS = 5 * 60_000;
+/** Answers that may carry no body (the Response constructor refuses one). */
+const NULL_BODY_STATUSES = new Set([101, 103, 204, 205, 304]);
 
-export function createOidcClient(options: { timeoutSeconds?: number } = {}): OidcClient {
+function requestBody(body: openid.CustomFetchOptions['body']): string | Buffer | undefined {
+  if (body === undefined || body === null) return undefined;
+  if (typeof body === 'string' || body instanceof URLSearchParams) return body.toString();
+  if (body instanceof ArrayBuffer || ArrayBuffer.isView(body)) return Buffer.from(body as ArrayBuffer);
+  throw new TypeError('a streamed request body cannot be sent to an identity provider');
+}
+
+export function createOidcClient(options: { outbound: Outbound; logger: Logger; timeoutSeconds?: number }): OidcClient {
+  const { outbound, logger } = options;
   const timeout = options.timeoutSeconds ?? 10;
   const metadataCache = new Map<string, { metadata: openid.ServerMetadata; until: number }>();
+
+  /** openid-client's every request, through the outbound guard (each redirect answer is returned, not followed). */
+  const guardedFetch: openid.CustomFetch = async (url, init) => {
+    const answer = await outbound.request({ url, method: init.method, headers: init.headers, body: requestBody(init.body), timeoutMs: timeout * 1000 });
+    return new Response(NULL_BODY_STATUSES.has(answer.status) ? null : answer.body, { status: answer.status, headers: answer.headers });
+  };
+
+  const refuse = (kind: 'discovery' | 'exchange', issuer: string, error: unknown) => {
+    logger.warn({ issuer, reason: describe(error) }, kind === 'discovery' ? 'identity provider discovery failed' : 'identity provider login exchange failed');
+    return new OidcRefusal(kind, kind === 'discovery' ? DISCOVERY_FAILED : EXCHANGE_FAILED, { cause: error });
+  };
 
   const prepare = (config: openid.Configuration, issuer: string) => {
     if (new URL(issuer).protocol === 'http:') openid.allowInsecureRequests(config);
     config.timeout = timeout;
+    config[openid.customFetch] = guardedFetch;
+    // the ID token's signature is checked against the provider's JWKS (fetched through the guard too)
+    openid.enableNonRepudiationChecks(config);
     return config;
   };
 
   async function fetchMetadata(issuer: string): Promise<openid.ServerMetadata> {
-    let url: URL;
     try {
-      url = new URL(issuer);
-    } catch (error) {
-      throw new OidcRefusal('discovery', 'the issuer is not a URL', { cause: error });
-    }
-    try {
+      const url = new URL(issuer);
       const config = await openid.discovery(url, 'discovery', undefined, openid.None(), {
         timeout,
+        [openid.customFetch]: guardedFetch,
         ...(url.protocol === 'http:' && { execute: [openid.allowInsecureRequests] }),
       });
       const metadata = config.serverMetadata();
@@ -82,7 +112,7 @@ export function createOidcClient(options: { timeoutSeconds?: number } = {}): Oid
       if (metadata.issuer !== issuer) metadataCache.set(metadata.issuer, { metadata, until: Date.now() + METADATA_TTL_MS });
       return metadata;
     } catch (error) {
-      throw new OidcRefusal('discovery', `the issuer did not answer an OpenID Connect discovery document (${describe(error)})`, { cause: error });
+      throw refuse('discovery', issuer, error);
     }
   }
 
@@ -129,7 +159,7 @@ export function createOidcClient(options: { timeoutSeconds?: number } = {}): Oid
           idTokenExpected: true,
         });
         const idToken = tokens.claims();
-        if (!idToken) throw new OidcRefusal('exchange', 'the provider sent no ID token');
+        if (!idToken) throw new Error('the provider sent no ID token');
         let claims: Record<string, unknown> = idToken;
         // Providers may keep scope claims to the userinfo endpoint (OpenID Connect Core 5.4)
         if (typeof idToken.email !== 'string' || idToken.email_verified === undefined) {
@@ -144,11 +174,10 @@ export function createOidcClient(options: { timeoutSeconds?: number } = {}): Oid
           name: typeof claims.name === 'string' ? claims.name : undefined,
         };
       } catch (error) {
-        if (error instanceof OidcRefusal) throw error;
         if (error instanceof openid.AuthorizationResponseError) {
           throw new OidcRefusal('denied', `the identity provider refused: ${error.error}${error.error_description ? ` (${error.error_description})` : ''}`, { cause: error });
         }
-        throw new OidcRefusal('exchange', `the login could not be completed with the identity provider: ${describe(error)}`, { cause: error });
+        throw refuse('exchange', connection.issuer, error);
       }
     },
   };

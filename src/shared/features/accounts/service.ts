@@ -210,15 +210,24 @@ export async function openSession(userId: Types.ObjectId, orgId: Types.ObjectId,
   return { account, token };
 }
 
-/** Accepts this organisation's pending invite of the user's email, if there is one, and records the join. */
-export async function acceptInviteInto(orgId: Types.ObjectId, user: Pick<UserDoc, '_id' | 'email'>): Promise<MembershipDoc | null> {
-  const invite = await Membership.findOneAndUpdate({ orgId, email: user.email, status: 'invited' }, { $set: { status: 'active', userId: user._id } }, { returnDocument: 'after' }).lean<MembershipDoc>();
-  if (invite) await recordAudit({ orgId, actor: { type: 'user', id: user._id }, action: 'member.join', target: { type: 'member', id: invite._id }, details: { method: 'sso' } });
-  return invite;
+/**
+ * Joins an account single sign-on just created to the organisation whose verified domain its
+ * provider-verified address is in: that rule admits it, not an invite. A pending invite of the address in
+ * this organisation lends its role (the address is proven, as the invite's token would prove it) and is
+ * used up; otherwise the account joins as a member. Records the join.
+ */
+export async function joinThroughSso(orgId: Types.ObjectId, user: Pick<UserDoc, '_id' | 'email'>, now: Date): Promise<MembershipDoc> {
+  const membership = (await Membership.findOneAndUpdate(
+    { orgId, email: user.email },
+    { $set: { status: 'active', userId: user._id, joinedAt: now }, $unset: { inviteTokenHash: 1, inviteExpiresAt: 1 }, $setOnInsert: { role: 'member' } },
+    { upsert: true, returnDocument: 'after' },
+  ).lean<MembershipDoc>())!;
+  await recordAudit({ orgId, actor: { type: 'user', id: user._id }, action: 'member.join', target: { type: 'member', id: membership._id }, details: { method: 'sso' } });
+  return membership;
 }
 
 /**
- * An account for an invited email first seen through single sign-on. Its password is random and never
+ * An account for an address first seen through single sign-on. Its password is random and never
  * shown, so password login fails for it exactly as a wrong password does (same scrypt cost).
  */
 export async function createSsoUser(input: { id: Types.ObjectId; email: string; name: string }, config: Config): Promise<UserDoc> {
@@ -229,10 +238,4 @@ export async function createSsoUser(input: { id: Types.ObjectId; email: string; 
     if (isDuplicateKey(error)) throw new AppError('conflict', 'an account with that email already exists');
     throw error;
   }
-}
-
-/** Removes an account that single sign-on created moments ago and could not finish (no half-created accounts). */
-export async function discardSsoUser(userId: Types.ObjectId): Promise<void> {
-  await Membership.updateMany({ userId, status: 'active' }, { $set: { status: 'invited', userId: null } });
-  await User.deleteOne({ _id: userId });
 }

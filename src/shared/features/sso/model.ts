@@ -48,6 +48,8 @@ const loginStateSchema = new Schema({
   issuer: { type: String, required: true },
   nonce: { type: String, required: true },
   codeVerifier: { type: String, required: true },
+  /** SHA-256 of the value in the browser's login cookie: the callback must come from the browser that started it. */
+  browserHash: { type: String, required: true },
   /** The email the login was started for (a hint to the provider; the provider's answer decides). */
   emailHint: { type: String, required: true },
   expiresAt: { type: Date, required: true },

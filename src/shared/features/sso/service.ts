@@ -7,8 +7,8 @@ import type { Config } from '../../config.js';
 import { AppError, isDuplicateKey, notFound, type ErrorCode } from '../../errors.js';
 import type { MemberPrincipal, Role } from '../../principal.js';
 import { randomBase62, sha256 } from '../../secrets.js';
-import { Membership, User, type UserDoc } from '../accounts/model.js';
-import { acceptInviteInto, createSsoUser, currentRole, discardSsoUser, openSession } from '../accounts/service.js';
+import { User, type UserDoc } from '../accounts/model.js';
+import { createSsoUser, currentRole, joinThroughSso, openSession } from '../accounts/service.js';
 import { auditAs, recordAudit } from '../audit/service.js';
 import { domainOfEmail, isPublicMailDomain, verificationRecordName, verificationRecordValue } from './domains.js';
 import {
@@ -201,6 +201,8 @@ const openConnection = (connection: SsoConnectionDoc, secrets: SecretBox) => ({
 /**
  * Starts a login for an email whose domain an organisation verified and whose connection is on. Every
  * other email gets the same 404, so the answer says no more than "SSO is (not) set up for this domain".
+ * `browserBinding` goes into a cookie of the browser that started: the callback is honoured only with it,
+ * so a callback URL handed to someone else's browser signs nobody in (login CSRF).
  */
 export async function startLogin(email: string, deps: SsoDeps, now = new Date()) {
   const owner = await SsoVerifiedDomain.findOne({ domain: domainOfEmail(email) }).lean<SsoVerifiedDomainDoc>();
@@ -214,17 +216,19 @@ export async function startLogin(email: string, deps: SsoDeps, now = new Date())
     if (!(error instanceof OidcRefusal)) throw error;
     throw new AppError('internal_error', 'the identity provider could not be reached', { cause: error });
   }
+  const browserBinding = randomBase62(32);
   await SsoLoginState.create({
     stateHash: sha256(begun.checks.state),
     orgId: connection.orgId,
     issuer: connection.issuer,
     nonce: begun.checks.nonce,
     codeVerifier: begun.checks.codeVerifier,
+    browserHash: sha256(browserBinding),
     emailHint: email,
     expiresAt: new Date(now.getTime() + LOGIN_STATE_TTL_MS),
     createdAt: now,
   });
-  return { authorization_url: begun.url };
+  return { authorization_url: begun.url, browserBinding };
 }
 
 /**
@@ -234,14 +238,14 @@ export async function startLogin(email: string, deps: SsoDeps, now = new Date())
 export const refusals = {
   state_invalid: { code: 'invalid_request', message: 'this sign-in link is unknown or was already used; start again' },
   state_expired: { code: 'invalid_request', message: 'this sign-in took too long; start again' },
+  browser_mismatch: { code: 'invalid_request', message: 'this sign-in was started in another browser; start again here' },
   connection_unavailable: { code: 'forbidden', message: 'single sign-on is no longer set up for this organization' },
   provider_denied: { code: 'unauthenticated', message: 'the identity provider did not sign you in' },
   exchange_failed: { code: 'unauthenticated', message: 'the sign-in could not be completed with the identity provider' },
   email_missing: { code: 'forbidden', message: 'the identity provider did not share an email address' },
   email_unverified: { code: 'forbidden', message: 'the identity provider has not verified this email address' },
   domain_unverified: { code: 'forbidden', message: "this email's domain is not verified for this organization's single sign-on" },
-  not_invited: { code: 'forbidden', message: 'this email has not been invited to the organization; ask an admin for an invite' },
-  not_member: { code: 'forbidden', message: 'this account is no longer a member of the organization' },
+  not_member: { code: 'forbidden', message: 'this account is not a member of the organization; an admin can invite it' },
   identity_mismatch: { code: 'forbidden', message: 'this account is linked to a different single sign-on identity' },
 } as const satisfies Record<string, { code: ErrorCode; message: string }>;
 
@@ -262,12 +266,12 @@ class Refusal extends Error {
 
 /**
  * Completes a login from the provider's callback: consumes the state (whatever follows, it cannot be
- * used again), redeems the code, then admits only a verified email of a domain this organisation
- * verified, belonging to a member or an invited email, through the identity linked to that account.
+ * used again), requires the browser that started it, redeems the code, then admits only a verified email
+ * of a domain this organisation verified (see `admit`).
  * Every refusal is audited (when the organisation is known) and leaves no account or session behind.
  */
 export async function completeLogin(
-  input: { state: string | undefined; callbackUrl: URL },
+  input: { state: string | undefined; browserBinding: string | undefined; callbackUrl: URL },
   deps: SsoDeps,
   ip: string | undefined,
   now = new Date(),
@@ -289,6 +293,7 @@ export async function completeLogin(
 
   try {
     if (login.expiresAt.getTime() <= now.getTime()) throw new Refusal('state_expired');
+    if (!input.browserBinding || sha256(input.browserBinding) !== login.browserHash) throw new Refusal('browser_mismatch');
     const connection = await SsoConnection.findOne({ orgId: login.orgId }).lean<SsoConnectionDoc>();
     if (!connection || !connection.enabled || connection.issuer !== login.issuer) throw new Refusal('connection_unavailable');
     try {
@@ -312,7 +317,14 @@ export async function completeLogin(
   }
 }
 
-/** Who the asserted identity is in the organisation, linking it on first use. */
+/**
+ * Who the asserted identity is in the organisation, linking it on first use. Every path needs proof of
+ * the address: an email the provider verified (`email_verified` true) in a domain this organisation
+ * verified. Then an identity linked before is its user, while a member; an existing account (made with a
+ * password or through SSO) is linked only when it is already a member here, as single sign-on never
+ * pulls an existing account into an organisation nor accepts an invite for it (the invite's token does);
+ * an address without an account gets one, joined by the verified-domain rule (joinThroughSso).
+ */
 async function admit(orgId: Types.ObjectId, asserted: OidcIdentity, config: Config, now: Date): Promise<{ userId: Types.ObjectId; role: Role; linked: 'existing' | 'new' }> {
   const email = asserted.email?.trim().toLowerCase();
   if (!email) throw new Refusal('email_missing');
@@ -334,14 +346,13 @@ async function admit(orgId: Types.ObjectId, asserted: OidcIdentity, config: Conf
   if (user) {
     // An account already linked to an identity (of this or another provider) is taken over by no other.
     if (await SsoIdentity.exists({ userId: user._id })) throw new Refusal('identity_mismatch');
-    const role = (await currentRole(orgId, user._id)) ?? (await acceptInviteInto(orgId, user))?.role;
-    if (!role) throw new Refusal('not_invited');
+    const role = await currentRole(orgId, user._id);
+    if (!role) throw new Refusal('not_member');
     await linkOrRefuse(() => newLink(user._id));
     return { userId: user._id, role, linked: 'new' };
   }
 
-  // No account yet: only an invited email gets one, and only whole (account, membership, link).
-  if (!(await Membership.exists({ orgId, email, status: 'invited' }))) throw new Refusal('not_invited');
+  // No account yet: one is made whole (link, account, membership).
   const userId = new Types.ObjectId();
   await linkOrRefuse(() => newLink(userId));
   try {
@@ -352,12 +363,7 @@ async function admit(orgId: Types.ObjectId, asserted: OidcIdentity, config: Conf
     if (error instanceof AppError && error.code === 'conflict') throw new Refusal('identity_mismatch');
     throw error;
   }
-  const membership = await acceptInviteInto(orgId, { _id: userId, email });
-  if (!membership) {
-    await SsoIdentity.deleteOne({ issuer: asserted.issuer, subject: asserted.subject, userId });
-    await discardSsoUser(userId);
-    throw new Refusal('not_invited');
-  }
+  const membership = await joinThroughSso(orgId, { _id: userId, email }, now);
   return { userId, role: membership.role, linked: 'new' };
 }
 
