@@ -1,8 +1,8 @@
 import { z } from 'zod';
+import { httpUrl } from '../../links.js';
 import { email } from '../accounts/schemas.js';
 import { normalizeDomain } from './domains.js';
 
-const httpUrl = z.url({ protocol: /^https?$/ }).max(2048);
 
 export const putConnectionBody = z.object({
   /** The OpenID Connect issuer; its discovery document must answer. */
