@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { pageQuery } from '../../shared/paging.js';
-import { createProjectBody, dsnJson, issueDsnBody, projectJson, replaySwitchBody } from '../../shared/features/projects/schemas.js';
-import { createProject, getProject, issueDsn, listDsns, listProjects, revokeDsn, setReplayCapture } from '../../shared/features/projects/service.js';
+import { createProjectBody, dsnJson, issueDsnBody, projectJson, replaySwitchBody, updateProjectBody } from '../../shared/features/projects/schemas.js';
+import { createProject, getProject, issueDsn, listDsns, listProjects, revokeDsn, setReplayCapture, updateProject } from '../../shared/features/projects/service.js';
 import type { ApiDeps } from '../deps.js';
 import { defineRoute, listOf } from '../routing.js';
 
@@ -38,6 +38,17 @@ export const projectRoutes = ({ config }: ApiDeps) => [
     params: projectParams,
     response: projectJson,
     handler: ({ principal, params }) => getProject(principal.orgId, params.projectID),
+  }),
+  defineRoute({
+    method: 'patch',
+    path: '/v1/projects/{projectID}',
+    tag: 'Projects',
+    summary: 'Change a project: its name, platform, or the field names scrubbed from its telemetry besides the defaults (scrub_fields).',
+    access: 'admin',
+    params: projectParams,
+    body: updateProjectBody,
+    response: projectJson,
+    handler: ({ principal, params, body, req }) => updateProject(principal, params.projectID, body, req.ip),
   }),
   defineRoute({
     method: 'get',

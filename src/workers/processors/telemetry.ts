@@ -6,12 +6,14 @@ import { ingestErrorEvents } from '../../shared/features/issues/service.js';
 import { ingestFeedback } from '../../shared/features/feedback/service.js';
 import { ingestLogs } from '../../shared/features/logs/service.js';
 import { ingestMetricPoints } from '../../shared/features/metrics/service.js';
+import { scrubFieldsOf } from '../../shared/features/projects/service.js';
 import { ingestSessions } from '../../shared/features/releases/service.js';
 import { ingestReplayEvents, ingestReplayRecordings } from '../../shared/features/replays/service.js';
 import { ingestSpans } from '../../shared/features/traces/service.js';
 import { countDropped, countUsage } from '../../shared/features/usage/service.js';
 import { jobs, TELEMETRY_JOB, telemetryParts, type TelemetryBatch } from '../../shared/queues.js';
 import type { RecordKind } from '../../shared/telemetry/records.js';
+import { scrubRecords } from '../../shared/telemetry/scrub.js';
 
 type Handlers = { [K in RecordKind]: (batch: TelemetryBatch<K>, batchId: string) => Promise<void> };
 
@@ -50,9 +52,12 @@ export function telemetryProcessor(blobs: BlobStore) {
       if (!batch.success) throw new UnrecoverableError(`malformed ${kind} records: ${batch.error.issues[0]?.message}`);
       return [kind as RecordKind, batch.data.items] as const;
     });
+    // Credentials are scrubbed here, before anything is stored, with each project's own field names too.
+    const scrubFields = await scrubFieldsOf(parts.flatMap(([, items]) => items.map((item) => item.projectId)));
+    const extraNamesOf = (projectId: string) => scrubFields.get(projectId) ?? [];
     for (const [kind, items] of parts) {
       for (let start = 0; start < items.length; start += PART_SIZE) {
-        const part = items.slice(start, start + PART_SIZE);
+        const part = scrubRecords(kind, items.slice(start, start + PART_SIZE), extraNamesOf);
         // ingest gives each job a random id, kept when a spooled job is replayed
         const batchId = `${job.id}/${kind}/${start / PART_SIZE}`;
         await (byKind[kind] as (batch: unknown, batchId: string) => Promise<void>)({ items: part }, batchId);

@@ -9,6 +9,8 @@ const projectSchema = new Schema(
     number: { type: Number, required: true },
     platform: { type: String, default: null },
     replayCapture: { type: Boolean, default: false },
+    /** Field names scrubbed from this project's telemetry besides the defaults (see telemetry/scrub). */
+    scrubFields: { type: [String], default: [] },
   },
   { timestamps: true },
 );

@@ -5,6 +5,17 @@ export const createProjectBody = z.object({
   platform: z.string().trim().min(1).max(64).optional(),
 });
 
+/** Admins change a project's name, platform and the field names its telemetry is scrubbed of. */
+export const updateProjectBody = z
+  .object({
+    name: createProjectBody.shape.name,
+    platform: createProjectBody.shape.platform.unwrap().nullable(),
+    /** Scrubbed besides the defaults: a field whose name contains one of these (any case) is stored as "[Filtered]". */
+    scrub_fields: z.array(z.string().trim().min(2).max(100)).max(50),
+  })
+  .partial()
+  .strict();
+
 export const issueDsnBody = z.object({ label: z.string().trim().min(1).max(100).optional() });
 export const replaySwitchBody = z.object({ enabled: z.boolean() });
 
@@ -15,6 +26,8 @@ export const projectJson = z.object({
   number: z.number().int(),
   platform: z.string().nullable(),
   session_replay: z.object({ enabled: z.boolean() }),
+  /** Field names scrubbed from the project's telemetry besides the defaults. */
+  scrub_fields: z.array(z.string()),
   created_at: z.string(),
 });
 

@@ -8,7 +8,7 @@ import { slugify } from '../../slug.js';
 import type { MemberPrincipal } from '../../principal.js';
 import { auditAs } from '../audit/service.js';
 import { Counter, Project, ProjectKey, type ProjectDoc, type ProjectKeyDoc } from './model.js';
-import type { createProjectBody, dsnJson, projectJson } from './schemas.js';
+import type { createProjectBody, dsnJson, projectJson, updateProjectBody } from './schemas.js';
 
 const projectJsonOf = (project: ProjectDoc): z.infer<typeof projectJson> => ({
   id: project._id.toHexString(),
@@ -17,6 +17,8 @@ const projectJsonOf = (project: ProjectDoc): z.infer<typeof projectJson> => ({
   number: project.number,
   platform: project.platform ?? null,
   session_replay: { enabled: project.replayCapture },
+  // projects created before the setting have no such field
+  scrub_fields: project.scrubFields ?? [],
   created_at: project.createdAt.toISOString(),
 });
 
@@ -113,6 +115,45 @@ export async function setReplayCapture(principal: MemberPrincipal, projectId: st
   if (!updated) throw notFound('project');
   await auditAs(principal, ip)('project.session_replay', { type: 'project', id: project._id }, { enabled });
   return projectJsonOf(updated);
+}
+
+export async function updateProject(principal: MemberPrincipal, projectId: string, input: z.infer<typeof updateProjectBody>, ip: string | undefined) {
+  const project = await findProject(principal.orgId, projectId);
+  const set = {
+    ...(input.name !== undefined && { name: input.name }),
+    ...(input.platform !== undefined && { platform: input.platform }),
+    ...(input.scrub_fields !== undefined && { scrubFields: [...new Set(input.scrub_fields)] }),
+  };
+  const updated = await Project.findOneAndUpdate({ _id: project._id, orgId: principal.orgId }, { $set: set }, { returnDocument: 'after' }).lean<ProjectDoc>();
+  if (!updated) throw notFound('project');
+  await auditAs(principal, ip)('project.update', { type: 'project', id: project._id }, { fields: Object.keys(input) });
+  return projectJsonOf(updated);
+}
+
+/** How long a worker trusts the scrub fields it read for a project: a change reaches the next events within this. */
+const SCRUB_FIELDS_TTL_MS = 5_000;
+const scrubFieldsCache = new Map<string, { fields: string[]; until: number }>();
+
+/** The scrub fields of each project named, read once per project every few seconds (workers ask for every batch). */
+export async function scrubFieldsOf(projectIds: Iterable<string>, now = Date.now()): Promise<Map<string, string[]>> {
+  const found = new Map<string, string[]>();
+  const missing: string[] = [];
+  for (const id of new Set(projectIds)) {
+    const cached = scrubFieldsCache.get(id);
+    if (cached && cached.until > now) found.set(id, cached.fields);
+    else missing.push(id);
+  }
+  if (missing.length === 0) return found;
+  const projects = await Project.find({ _id: { $in: missing } }, { scrubFields: 1 }).lean<Pick<ProjectDoc, '_id' | 'scrubFields'>[]>();
+  // bounded: entries of projects no longer sending are dropped wholesale now and then
+  if (scrubFieldsCache.size > 10_000) scrubFieldsCache.clear();
+  const byId = new Map(projects.map((project) => [project._id.toHexString(), project.scrubFields ?? []]));
+  for (const id of missing) {
+    const fields = byId.get(id) ?? [];
+    scrubFieldsCache.set(id, { fields, until: now + SCRUB_FIELDS_TTL_MS });
+    found.set(id, fields);
+  }
+  return found;
 }
 
 /** A live DSN's organisation and project; revoked or unknown keys resolve to nothing. */
