@@ -14,9 +14,10 @@ import type { z } from 'zod';
 import type { alertJson } from '../../src/shared/features/alerts/schemas.js';
 import { Types } from 'mongoose';
 import { createOutbound, parseAllowlist } from '../../src/shared/clients/outbound.js';
+import { createSecretBox } from '../../src/shared/clients/secret-box.js';
 import { UptimeCheck, UptimeMonitor } from '../../src/shared/features/uptime/model.js';
 import { probeMonitor } from '../../src/shared/features/uptime/service.js';
-import { createProject, signUp, type Account } from '../support/factories/accounts.js';
+import { addMember, createProject, signUp, type Account } from '../support/factories/accounts.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import { selfSignedCertificate, targetPool, type Target } from '../support/targets.js';
 import { eventually } from '../support/wait.js';
@@ -132,15 +133,16 @@ describe('monitors and their probes (OUTBOUND_ALLOWLIST=127.0.0.1, probes run by
   let stranger: Account;
   let project: { id: string };
   let up: Target;
+  // The probe job's own function, with the guard the workers build from OUTBOUND_ALLOWLIST=127.0.0.1 and their secret box.
+  let deps: Parameters<typeof probeMonitor>[2];
   useHarness((started) => (h = started), { OUTBOUND_ALLOWLIST: '127.0.0.1' });
   beforeAll(async () => {
+    deps = { outbound: createOutbound({ allowlist: parseAllowlist('127.0.0.1') }), secrets: createSecretBox(h.config), tlsWarnDays: 14 };
     [owner, stranger] = await Promise.all([signUp(h), signUp(h, 'stranger')]);
     project = await createProject(owner);
     up = await targets.start({ body: 'all systems operational' });
   });
 
-  // The probe job's own function, with the guard the workers build from OUTBOUND_ALLOWLIST=127.0.0.1.
-  const deps = { outbound: createOutbound({ allowlist: parseAllowlist('127.0.0.1') }), tlsWarnDays: 14 };
   /** Probe times a minute apart, after anything created in real time. */
   let clock = Date.now();
   const nextMinute = () => new Date((clock += 60 * SECOND));
@@ -183,7 +185,7 @@ describe('monitors and their probes (OUTBOUND_ALLOWLIST=127.0.0.1, probes run by
       expect(await probeResults(owner, reply.body.id)).toEqual([]);
     });
 
-    test('every field given is kept, header names with dots included', async () => {
+    test('every field given is kept, header names with dots included (header values read back masked)', async () => {
       const fields = {
         name: 'orders API',
         url: `${up.url}/orders?probe=1`,
@@ -201,8 +203,9 @@ describe('monitors and their probes (OUTBOUND_ALLOWLIST=127.0.0.1, probes run by
         verify_tls: false,
       };
       const monitor = await createMonitor(owner, project.id, fields);
-      expect(monitor).toMatchObject({ ...fields, state: 'pending' });
-      expect(await monitorOf(owner, monitor.id)).toMatchObject(fields);
+      const masked = { ...fields, headers: { 'X-Probe.Token': '[Filtered]', Accept: '[Filtered]' } };
+      expect(monitor).toMatchObject({ ...masked, state: 'pending' });
+      expect(await monitorOf(owner, monitor.id)).toMatchObject(masked);
     });
 
     test('the list filters by project and state and pages with a cursor, oldest first', async () => {
@@ -389,6 +392,65 @@ describe('monitors and their probes (OUTBOUND_ALLOWLIST=127.0.0.1, probes run by
       expect((await stranger.client.get('/v1/uptime/monitors')).body.data).toEqual([]);
       expect((await stranger.client.post('/v1/uptime/monitors', { project_id: project.id, name: 'x', url: up.url })).status).toBe(404);
       expect(await monitorOf(owner, monitor.id)).toEqual(monitor);
+    });
+  });
+
+  describe('header values (credentials a member must not read)', () => {
+    const SECRET = 'Bearer s3cret-probe-credential';
+    const storedText = async (id: string) => JSON.stringify(await UptimeMonitor.findById(id).lean());
+
+    test('every role reads header values masked, they are sealed at rest, and the probe sends the real value', async () => {
+      const member = await addMember(h, owner, 'member');
+      const monitor = await createMonitor(owner, project.id, { url: `${up.url}/private`, headers: { Authorization: SECRET, 'X-Team': 'checkout' } });
+      const masked = { Authorization: '[Filtered]', 'X-Team': '[Filtered]' };
+      expect(monitor.headers).toEqual(masked);
+      expect((await monitorOf(member, monitor.id)).headers).toEqual(masked);
+      const listed = await member.client.get(`/v1/uptime/monitors?project_id=${project.id}`);
+      expect(listed.status).toBe(200);
+      expect(listed.text).not.toContain('s3cret');
+      expect(await storedText(monitor.id)).not.toContain('s3cret');
+      expect(await storedText(monitor.id)).not.toContain('checkout');
+
+      expect(await probeAt(monitor.id)).toMatchObject({ ok: true });
+      const seen = up.requests.at(-1)!;
+      expect([seen.path, seen.headers.authorization, seen.headers['x-team']]).toEqual(['/private', SECRET, 'checkout']);
+    });
+
+    test('an update that sends a masked value back keeps the stored value; a new value replaces it; a mask for a header never stored is refused', async () => {
+      const monitor = await createMonitor(owner, project.id, { url: `${up.url}/round-trip`, headers: { Authorization: SECRET, 'X-Team': 'checkout' } });
+      // what a form does: the monitor as read, sent back with one field changed
+      const { headers } = await monitorOf(owner, monitor.id);
+      const renamed = await owner.client.patch(`/v1/uptime/monitors/${monitor.id}`, { name: 'renamed', headers });
+      expect(renamed.status).toBe(200);
+      expect(renamed.body.headers).toEqual({ Authorization: '[Filtered]', 'X-Team': '[Filtered]' });
+      await probeAt(monitor.id);
+      expect([up.requests.at(-1)!.headers.authorization, up.requests.at(-1)!.headers['x-team']]).toEqual([SECRET, 'checkout']);
+
+      // the mask keeps a header whatever the case of its name; X-Team is dropped; X-Region is new
+      const changed = await owner.client.patch(`/v1/uptime/monitors/${monitor.id}`, { headers: { authorization: '[Filtered]', 'X-Region': 'eu-west' } });
+      expect(changed.body.headers).toEqual({ authorization: '[Filtered]', 'X-Region': '[Filtered]' });
+      await probeAt(monitor.id);
+      const seen = up.requests.at(-1)!.headers;
+      expect([seen.authorization, seen['x-region'], seen['x-team']]).toEqual([SECRET, 'eu-west', undefined]);
+
+      const refused = await owner.client.patch(`/v1/uptime/monitors/${monitor.id}`, { headers: { 'X-Api-Key': '[Filtered]' } });
+      expect(failedPaths(refused)).toEqual({ status: 400, code: 'validation_failed', paths: ['body.headers.X-Api-Key'] });
+      expect(refused.body.request_id).toEqual(expect.any(String));
+      expect((await monitorOf(owner, monitor.id)).headers).toEqual({ authorization: '[Filtered]', 'X-Region': '[Filtered]' });
+    });
+
+    test('a monitor stored before sealing keeps probing with its plain value, reads masked, and is sealed at its next change', async () => {
+      const monitor = await createMonitor(owner, project.id, { url: `${up.url}/legacy` });
+      // as a release before sealing stored it
+      await UptimeMonitor.updateOne({ _id: monitor.id }, { $set: { headers: [{ name: 'Authorization', value: 'Bearer legacy-credential' }] } });
+      expect((await monitorOf(owner, monitor.id)).headers).toEqual({ Authorization: '[Filtered]' });
+      await probeAt(monitor.id);
+      expect(up.requests.at(-1)!.headers.authorization).toBe('Bearer legacy-credential');
+
+      expect((await owner.client.patch(`/v1/uptime/monitors/${monitor.id}`, { name: 'legacy' })).status).toBe(200);
+      expect(await storedText(monitor.id)).not.toContain('legacy-credential');
+      await probeAt(monitor.id);
+      expect(up.requests.at(-1)!.headers.authorization).toBe('Bearer legacy-credential');
     });
   });
 
@@ -705,7 +767,7 @@ describe('the probe scheduler (workers running)', () => {
     project = await createProject(owner);
     [healthy, failing, idle] = await Promise.all([targets.start({ body: 'all systems operational' }), targets.start({ status: 503 }), targets.start({ body: 'ok' })]);
     // Created together, so their waits overlap.
-    monitors.healthy = await createMonitor(owner, project.id, { url: `${healthy.url}/health`, keyword: 'operational' });
+    monitors.healthy = await createMonitor(owner, project.id, { url: `${healthy.url}/health`, keyword: 'operational', headers: { Authorization: 'Bearer worker-probe' } });
     monitors.failing = await createMonitor(owner, project.id, { name: 'payments', url: failing.url });
     monitors.paused = await createMonitor(owner, project.id, { url: idle.url, paused: true });
   });
@@ -722,7 +784,8 @@ describe('the probe scheduler (workers running)', () => {
     expect(monitor).toMatchObject({ state: 'up', last_checked_at: result!.checked_at });
     // The next probe is a whole interval on.
     expect(Date.parse(monitor.next_check_at!) - Date.parse(result!.checked_at)).toBeGreaterThan(55 * SECOND);
-    expect(healthy.requests.map((r) => [r.path, r.headers['user-agent']])).toEqual([['/health', 'Sluice-Uptime/1']]);
+    // the workers open the sealed header value for the probe
+    expect(healthy.requests.map((r) => [r.path, r.headers['user-agent'], r.headers.authorization])).toEqual([['/health', 'Sluice-Uptime/1', 'Bearer worker-probe']]);
   });
 
   test('a failing monitor is probed again about 10 s later, not after its interval, and goes down with one alert', async () => {

@@ -2,6 +2,7 @@ import { UnrecoverableError, type Job, type Queue } from 'bullmq';
 import { Types } from 'mongoose';
 import type { Mailer } from '../../shared/clients/mailer.js';
 import type { Outbound } from '../../shared/clients/outbound.js';
+import type { SecretBox } from '../../shared/clients/secret-box.js';
 import { sweepChecks } from '../../shared/features/cron/service.js';
 import { evaluateDeployments } from '../../shared/features/deployments/service.js';
 import { claimDueReports, sendDigest } from '../../shared/features/reports/service.js';
@@ -12,6 +13,8 @@ import { jobs } from '../../shared/queues.js';
 export interface MonitorDeps {
   logger: Logger;
   outbound: Outbound;
+  /** Opens monitors' sealed header values for their probes. */
+  secrets: SecretBox;
   mailer: Mailer | undefined;
   tlsWarnDays: number;
   /** The monitors queue, for the jobs a tick hands out. */
@@ -22,7 +25,7 @@ export interface MonitorDeps {
 const KEEP_FINISHED = { removeOnComplete: { age: 86_400 }, removeOnFail: { age: 86_400 } };
 
 /** Cron-check sweeps, uptime probes and digests: ticks that find what is due, and one job per due item. */
-export function monitorsProcessor({ logger, outbound, mailer, tlsWarnDays, queue }: MonitorDeps) {
+export function monitorsProcessor({ logger, outbound, secrets, mailer, tlsWarnDays, queue }: MonitorDeps) {
   return async (job: Job) => {
     switch (job.name) {
       case 'sweep-cron-checks': {
@@ -42,7 +45,7 @@ export function monitorsProcessor({ logger, outbound, mailer, tlsWarnDays, queue
       }
       case 'probe': {
         const { monitorId, due } = parse('probe', job.data);
-        const outcome = await probeMonitor(monitorId, due, { outbound, tlsWarnDays });
+        const outcome = await probeMonitor(monitorId, due, { outbound, secrets, tlsWarnDays });
         return outcome ? { ok: outcome.ok } : { skipped: true };
       }
       case 'send-due-reports': {

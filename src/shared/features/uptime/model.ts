@@ -8,7 +8,10 @@ const uptimeMonitorSchema = new Schema({
   name: { type: String, required: true },
   url: { type: String, required: true },
   method: { type: String, required: true },
-  /** Header names may hold dots, which FerretDB does not take in keys: kept as pairs. */
+  /**
+   * Header names may hold dots, which FerretDB does not take in keys: kept as pairs. Values are sealed
+   * with the secret box (`sealed`); monitors written before that hold `value` in plain text until their next change.
+   */
   headers: { type: Schema.Types.Mixed, default: [] },
   body: { type: String, default: null },
   intervalSeconds: { type: Number, required: true },
@@ -40,7 +43,8 @@ uptimeMonitorSchema.index({ orgId: 1, createdAt: 1, _id: 1 });
 // the probe scheduler's tick: monitors that are due.
 uptimeMonitorSchema.index({ paused: 1, nextProbeAt: 1 });
 
-export type UptimeMonitorDoc = Omit<InferSchemaType<typeof uptimeMonitorSchema>, 'headers'> & { _id: Types.ObjectId; headers: { name: string; value: string }[] };
+export type MonitorHeader = { name: string; sealed: string } | { name: string; value: string };
+export type UptimeMonitorDoc = Omit<InferSchemaType<typeof uptimeMonitorSchema>, 'headers'> & { _id: Types.ObjectId; headers: MonitorHeader[] };
 export const UptimeMonitor = model('UptimeMonitor', uptimeMonitorSchema, 'uptime_monitors');
 
 /** One probe's result. */

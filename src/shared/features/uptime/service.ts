@@ -1,15 +1,17 @@
 import type { Types } from 'mongoose';
 import type { z } from 'zod';
 import type { Outbound } from '../../clients/outbound.js';
+import type { SecretBox } from '../../clients/secret-box.js';
 import { AppError, notFound } from '../../errors.js';
 import { paginate, parseId } from '../../paging.js';
 import type { MemberPrincipal } from '../../principal.js';
+import { FILTERED } from '../../telemetry/scrub.js';
 import { oneAtATime } from '../../telemetry/storage.js';
 import { namedProjects, projectFilter } from '../../views.js';
 import { openAlert, resolveAlert } from '../alerts/service.js';
 import { auditAs } from '../audit/service.js';
 import { findProject } from '../projects/service.js';
-import { UptimeCheck, UptimeMonitor, type UptimeCheckDoc, type UptimeMonitorDoc } from './model.js';
+import { UptimeCheck, UptimeMonitor, type MonitorHeader, type UptimeCheckDoc, type UptimeMonitorDoc } from './model.js';
 import type { createMonitorBody, listMonitorsQuery, monitorJson, probeResultJson, updateMonitorBody } from './schemas.js';
 
 /** A failing probe of a monitor not yet down is repeated this soon (or at its interval, if shorter) to confirm. */
@@ -19,13 +21,20 @@ const BODY_READ_BYTES = 1 << 20;
 
 type MonitorJson = z.infer<typeof monitorJson>;
 
+/** What creating and changing a monitor needs: the URL check, and the box its header values are sealed with. */
+export interface MonitorWriteDeps {
+  outbound: Pick<Outbound, 'urlProblem'>;
+  secrets: SecretBox;
+}
+
 const monitorJsonOf = (monitor: UptimeMonitorDoc): MonitorJson => ({
   id: monitor._id.toHexString(),
   project_id: monitor.projectId.toHexString(),
   name: monitor.name,
   url: monitor.url,
   method: monitor.method,
-  headers: Object.fromEntries(monitor.headers.map((h) => [h.name, h.value])),
+  // header values are credentials more often than not: no role reads them back
+  headers: Object.fromEntries(monitor.headers.map((h) => [h.name, FILTERED])),
   body: monitor.body ?? null,
   interval_seconds: monitor.intervalSeconds,
   timeout_ms: monitor.timeoutMs,
@@ -77,7 +86,25 @@ function refuseKeywordRules(keyword: string | null | undefined, keywordAbsent: u
 /** The key oneAtATime serializes a monitor's writes by. */
 const monitorCollection = UptimeMonitor.collection.collectionName;
 
-const headerPairs = (headers: Record<string, string>) => Object.entries(headers).map(([name, value]) => ({ name, value }));
+/**
+ * Headers as stored, each value sealed. A value sent as `[Filtered]` (the mask every read shows) keeps the
+ * value stored under that name, so a form that sends a monitor back unchanged does not destroy its headers.
+ */
+function sealedHeaders(headers: Record<string, string>, stored: MonitorHeader[], secrets: SecretBox): MonitorHeader[] {
+  return Object.entries(headers).map(([name, value]) => {
+    if (value !== FILTERED) return { name, sealed: secrets.seal(value) };
+    const kept = stored.find((h) => h.name === name) ?? stored.find((h) => h.name.toLowerCase() === name.toLowerCase());
+    if (!kept) {
+      const message = `"${FILTERED}" keeps a stored value, and this monitor has no header of that name`;
+      throw new AppError('validation_failed', `headers.${name}: ${message}`, { details: [{ path: `body.headers.${name}`, message }] });
+    }
+    // a value stored before sealing is sealed now
+    return { name, sealed: 'sealed' in kept ? kept.sealed : secrets.seal(kept.value) };
+  });
+}
+
+/** The headers a probe sends, unsealed (a monitor stored before sealing holds plain values). */
+const openHeaders = (headers: MonitorHeader[], secrets: SecretBox) => Object.fromEntries(headers.map((h) => [h.name, 'sealed' in h ? secrets.open(h.sealed) : h.value]));
 
 async function findMonitor(orgId: Types.ObjectId, monitorId: string): Promise<UptimeMonitorDoc> {
   const monitor = await UptimeMonitor.findOne({ _id: parseId(monitorId, 'uptime monitor'), orgId }).lean<UptimeMonitorDoc>();
@@ -85,8 +112,8 @@ async function findMonitor(orgId: Types.ObjectId, monitorId: string): Promise<Up
   return monitor;
 }
 
-export async function createMonitor(principal: MemberPrincipal, input: z.infer<typeof createMonitorBody>, outbound: Pick<Outbound, 'urlProblem'>, ip: string | undefined, now = new Date()) {
-  refuseUrl(input.url, outbound);
+export async function createMonitor(principal: MemberPrincipal, input: z.infer<typeof createMonitorBody>, deps: MonitorWriteDeps, ip: string | undefined, now = new Date()) {
+  refuseUrl(input.url, deps.outbound);
   refuseKeywordRules(input.keyword, input.keyword_absent, input.method);
   const project = await findProject(principal.orgId, input.project_id);
   const monitor = (
@@ -96,7 +123,7 @@ export async function createMonitor(principal: MemberPrincipal, input: z.infer<t
       name: input.name,
       url: input.url,
       method: input.method,
-      headers: headerPairs(input.headers),
+      headers: sealedHeaders(input.headers, [], deps.secrets),
       body: input.body,
       intervalSeconds: input.interval_seconds,
       timeoutMs: input.timeout_ms,
@@ -144,13 +171,15 @@ const fieldNames: Record<string, string> = {
   verify_tls: 'verifyTls',
 };
 
-export async function updateMonitor(principal: MemberPrincipal, monitorId: string, input: z.infer<typeof updateMonitorBody>, outbound: Pick<Outbound, 'urlProblem'>, ip: string | undefined, now = new Date()) {
-  refuseUrl(input.url, outbound);
+export async function updateMonitor(principal: MemberPrincipal, monitorId: string, input: z.infer<typeof updateMonitorBody>, deps: MonitorWriteDeps, ip: string | undefined, now = new Date()) {
+  refuseUrl(input.url, deps.outbound);
   const monitor = await findMonitor(principal.orgId, monitorId);
   refuseKeywordRules(input.keyword !== undefined ? input.keyword : monitor.keyword, input.keyword_absent !== undefined ? input.keyword_absent : monitor.keywordAbsent, input.method ?? monitor.method);
   const set: Record<string, unknown> = {};
   for (const [field, value] of Object.entries(input)) if (fieldNames[field]) set[fieldNames[field]] = value;
-  if (input.headers) set.headers = headerPairs(input.headers);
+  if (input.headers) set.headers = sealedHeaders(input.headers, monitor.headers, deps.secrets);
+  // any change seals the plain values a monitor stored before sealing still holds
+  else if (monitor.headers.some((h) => !('sealed' in h))) set.headers = sealedHeaders(Object.fromEntries(monitor.headers.map((h) => [h.name, FILTERED])), monitor.headers, deps.secrets);
   if (input.paused !== undefined) set.paused = input.paused;
   // A changed target or a resume is probed at once; a paused monitor is not probed at all.
   if (input.url !== undefined || input.method !== undefined || (input.paused === false && monitor.paused)) set.nextProbeAt = now;
@@ -212,14 +241,20 @@ export interface ProbeOutcome {
   tlsValidTo: Date | null;
 }
 
+export interface ProbeDeps {
+  outbound: Outbound;
+  /** Opens the sealed header values, used only for the request. */
+  secrets: SecretBox;
+}
+
 /** One probe: the request through the outbound guard, then the status and keyword rules. */
-export async function probe(monitor: UptimeMonitorDoc, outbound: Outbound): Promise<ProbeOutcome> {
+export async function probe(monitor: UptimeMonitorDoc, deps: ProbeDeps): Promise<ProbeOutcome> {
   let response;
   try {
-    response = await outbound.request({
+    response = await deps.outbound.request({
       url: monitor.url,
       method: monitor.method,
-      headers: { 'user-agent': 'Sluice-Uptime/1', ...Object.fromEntries(monitor.headers.map((h) => [h.name, h.value])) },
+      headers: { 'user-agent': 'Sluice-Uptime/1', ...openHeaders(monitor.headers, deps.secrets) },
       ...(monitor.body != null && { body: monitor.body }),
       timeoutMs: monitor.timeoutMs,
       maxRedirects: monitor.maxRedirects,
@@ -252,7 +287,7 @@ export async function dueMonitors(now = new Date()): Promise<{ id: string; due: 
  * `tlsWarnDays` raises one alert per certificate. The turn is claimed by moving `nextProbeAt` on
  * from the value it was due at, so a turn is probed once however many workers pick it up.
  */
-export async function probeMonitor(monitorId: string, due: number, deps: { outbound: Outbound; tlsWarnDays: number }, now = () => new Date()): Promise<ProbeOutcome | undefined> {
+export async function probeMonitor(monitorId: string, due: number, deps: ProbeDeps & { tlsWarnDays: number }, now = () => new Date()): Promise<ProbeOutcome | undefined> {
   const claimed = await UptimeMonitor.findById(parseId(monitorId, 'uptime monitor')).lean<UptimeMonitorDoc>();
   if (!claimed || claimed.paused || claimed.nextProbeAt.getTime() !== due) return undefined;
   // one at a time against FerretDB, whose conditional update is not atomic (see oneAtATime)
@@ -260,7 +295,7 @@ export async function probeMonitor(monitorId: string, due: number, deps: { outbo
     UptimeMonitor.updateOne({ _id: claimed._id, nextProbeAt: claimed.nextProbeAt }, { $set: { nextProbeAt: new Date(now().getTime() + claimed.intervalSeconds * 1000) } }),
   );
   if (turn.modifiedCount === 0) return undefined;
-  const outcome = await probe(claimed, deps.outbound);
+  const outcome = await probe(claimed, deps);
   const at = now();
   const checkId = (await UptimeCheck.create({ orgId: claimed.orgId, monitorId: claimed._id, checkedAt: at, ...outcome }))._id.toHexString();
 
