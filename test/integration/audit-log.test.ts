@@ -1,5 +1,5 @@
 import { type Harness, useHarness } from '../support/harness.js';
-import { addMember, createProject, login, signUp, uniqueEmail } from '../support/factories/accounts.js';
+import { PASSWORD, addMember, createProject, login, signUp, uniqueEmail } from '../support/factories/accounts.js';
 
 let h: Harness;
 useHarness((started) => (h = started));
@@ -51,13 +51,14 @@ test('each audited action leaves an entry with actor, action, target, time and t
   expect([...times].sort((a, b) => b - a)).toEqual(times);
 });
 
-test('an invite accepted at registration or at a later login is recorded as a join', async () => {
+test('an invite accepted with its token, at registration or by an account coming back, is recorded as a join', async () => {
   const owner = await signUp(h);
   const joined = await addMember(h, owner, 'member');
   const removedEarlier = await addMember(h, owner, 'member');
   expect((await owner.client.delete(`/v1/members/${removedEarlier.memberId}`)).status).toBe(204);
   const again = await owner.client.post('/v1/members', { email: removedEarlier.email, role: 'member' });
-  await login(h, removedEarlier.email);
+  const back = await h.api.post('/v1/auth/register', { email: removedEarlier.email, password: PASSWORD, invite_token: again.body.invite_token });
+  expect(back.status).toBe(201);
   const joins = (await owner.client.get('/v1/audit-log?action=member.join')).body.data;
   expect(joins).toEqual([
     expect.objectContaining({ actor: { type: 'user', id: removedEarlier.user.id }, target: { type: 'member', id: again.body.id } }),

@@ -80,11 +80,17 @@ describe('roles', () => {
     expect((await joined.client.get('/v1/me')).status).toBe(401);
   });
 
-  test('inviting a member of another organisation is a conflict', async () => {
+  // inviting says nothing about other organisations' members: only the invite's token decides who joins
+  test('a member of another organisation can be invited, and joins a second organisation with the token', async () => {
     const other = await signUp(h);
     const reply = await owner.client.post('/v1/members', { email: other.email, role: 'member' });
-    expect(reply.status).toBe(409);
-    expect(reply.body.code).toBe('conflict');
+    expect(reply.status).toBe(201);
+    expect((await other.client.get('/v1/me')).body.organization.id).toBe(other.organization.id);
+    const accepted = await other.client.post(`/v1/invites/${reply.body.invite_token}/accept`);
+    expect(accepted.status).toBe(200);
+    expect(accepted.body).toMatchObject({ organization: { id: owner.organization.id }, role: 'member' });
+    const theirOwn = (await other.client.get('/v1/members')).body.data.find((m: { email: string }) => m.email === other.email);
+    expect(theirOwn).toMatchObject({ status: 'active', role: 'member' });
   });
 });
 

@@ -35,15 +35,21 @@ const membershipSchema = new Schema(
     role: { type: String, enum: roles, required: true },
     status: { type: String, enum: ['active', 'invited'], required: true },
     invitedBy: { type: Schema.Types.ObjectId, default: null },
+    /** SHA-256 of the invite token (the token itself is shown once, in the invite's answer); unset once accepted. */
+    inviteTokenHash: { type: String },
+    inviteExpiresAt: { type: Date },
+    /** When the membership became active: password login signs in to the organisation joined last. */
+    joinedAt: { type: Date },
   },
   { timestamps: true },
 );
 // the member list (paged by creation) and the one-membership-per-email-per-organisation rule.
 membershipSchema.index({ orgId: 1, email: 1 }, { unique: true });
 membershipSchema.index({ orgId: 1, createdAt: 1, _id: 1 });
-// resolving a signed-in user's organisation and role, and an invited email at registration.
+// resolving a signed-in user's organisation and role.
 membershipSchema.index({ userId: 1 });
-membershipSchema.index({ email: 1, status: 1 });
+// an invite found by its token at registration or acceptance.
+membershipSchema.index({ inviteTokenHash: 1 });
 
 const sessionSchema = new Schema({
   /** SHA-256 of the cookie value; the value itself is never stored. */
@@ -55,13 +61,26 @@ const sessionSchema = new Schema({
 });
 // every cookie-authenticated request resolves its session by token hash.
 sessionSchema.index({ tokenHash: 1 }, { unique: true });
-// revoking a removed member's sessions.
+// revoking a removed member's sessions, and all of a user's at a password change or reset.
 sessionSchema.index({ userId: 1 });
+
+/** A mailed password-reset link: single-use (deleted when used), valid for an hour. */
+const passwordResetSchema = new Schema({
+  /** SHA-256 of the link's token; the token itself is only in the mail. */
+  tokenHash: { type: String, required: true },
+  userId: { type: Schema.Types.ObjectId, required: true },
+  expiresAt: { type: Date, required: true },
+});
+// the reset link resolves its token by hash.
+passwordResetSchema.index({ tokenHash: 1 }, { unique: true });
+// a reset voids every other link of the same user.
+passwordResetSchema.index({ userId: 1 });
 
 export const User = model('User', userSchema);
 export const Organization = model('Organization', organizationSchema);
 export const Membership = model('Membership', membershipSchema);
 export const Session = model('Session', sessionSchema);
+export const PasswordReset = model('PasswordReset', passwordResetSchema);
 
 export type UserDoc = InferSchemaType<typeof userSchema> & { _id: Types.ObjectId; createdAt: Date };
 export type OrganizationDoc = InferSchemaType<typeof organizationSchema> & { _id: Types.ObjectId; createdAt: Date };

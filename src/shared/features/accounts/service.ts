@@ -1,15 +1,25 @@
 import { Types } from 'mongoose';
 import type { z } from 'zod';
+import type { Mailer } from '../../clients/mailer.js';
 import type { Config } from '../../config.js';
 import { AppError, isDuplicateKey, notFound } from '../../errors.js';
+import { escapeHtml } from '../../html.js';
 import { paginate, parseId } from '../../paging.js';
 import { hasRole, type MemberPrincipal, type Role } from '../../principal.js';
 import { randomBase62, sha256 } from '../../secrets.js';
 import { ApiKey } from '../api-keys/model.js';
 import { auditAs, recordAudit } from '../audit/service.js';
-import { Membership, Organization, Session, User, type MembershipDoc, type OrganizationDoc, type UserDoc } from './model.js';
+import { Membership, Organization, PasswordReset, Session, User, type MembershipDoc, type OrganizationDoc, type UserDoc } from './model.js';
 import { decoyHash, hashPassword, verifyPassword } from './passwords.js';
-import type { accountJson, inviteBody, loginBody, memberJson, registerBody } from './schemas.js';
+import type { accountJson, inviteBody, inviteJson, loginBody, memberJson, passwordChangeBody, registerBody } from './schemas.js';
+
+/** How long an invite's token may be used. */
+const INVITE_TTL_MS = 7 * 24 * 3_600_000;
+/** How long a mailed password-reset link works. */
+const RESET_TTL_MS = 3_600_000;
+
+/** A page of the dashboard, e.g. `/invites/<token>`, under DASHBOARD_ORIGIN. */
+const dashboardLink = (config: Config, path: string) => `${config.DASHBOARD_ORIGIN.replace(/\/+$/, '')}${path}`;
 
 const userJson = (user: UserDoc) => ({
   id: user._id.toHexString(),
@@ -42,53 +52,99 @@ async function loadOrganization(orgId: Types.ObjectId): Promise<OrganizationDoc>
   return org;
 }
 
-/**
- * Creates an account. An email with a pending invite joins the inviting organisation with the invited
- * role; any other creates a new organisation owned by the new user. No session is created.
- */
-export async function register(input: z.infer<typeof registerBody>, config: Config) {
-  if (await User.exists({ email: input.email })) throw new AppError('conflict', 'an account with that email already exists');
+async function createUser(input: z.infer<typeof registerBody>, config: Config): Promise<UserDoc> {
   const passwordHash = await hashPassword(input.password, config.PASSWORD_HASH_COST);
-  let user: UserDoc;
   try {
-    user = (await User.create({ email: input.email, name: input.name ?? '', passwordHash })).toObject() as UserDoc;
+    return (await User.create({ email: input.email, name: input.name ?? '', passwordHash })).toObject() as UserDoc;
   } catch (error) {
     if (isDuplicateKey(error)) throw new AppError('conflict', 'an account with that email already exists');
     throw error;
   }
-  const invite = await acceptInvite(user);
-  if (invite) {
-    return { user: userJson(user), organization: organizationJson(await loadOrganization(invite.orgId)), role: invite.role };
-  }
+}
+
+/**
+ * Creates an account and a new organisation owned by it, whatever invites the email has: an invite is
+ * accepted only with its token (registerWithInvite). No session is created.
+ */
+export async function register(input: z.infer<typeof registerBody>, config: Config, now = new Date()) {
+  if (input.invite_token) return registerWithInvite(input, input.invite_token, config, now);
+  if (await User.exists({ email: input.email })) throw new AppError('conflict', 'an account with that email already exists');
+  const user = await createUser(input, config);
   const org = (await Organization.create({ name: input.organization ?? `${input.name || input.email.split('@')[0]}'s organization` })).toObject() as OrganizationDoc;
-  await Membership.create({ orgId: org._id, email: input.email, userId: user._id, role: 'owner', status: 'active' });
+  await Membership.create({ orgId: org._id, email: input.email, userId: user._id, role: 'owner', status: 'active', joinedAt: now });
   await recordAudit({ orgId: org._id, actor: { type: 'user', id: user._id }, action: 'organization.create', target: { type: 'organization', id: org._id } });
   return { user: userJson(user), organization: organizationJson(org), role: 'owner' as Role };
 }
 
-/** Accepts the oldest pending invite for a user's email, if there is one, and records the join. */
-async function acceptInvite(user: Pick<UserDoc, '_id' | 'email'>): Promise<MembershipDoc | null> {
+/** The pending, unexpired invite a token names, whatever address it is for. */
+const pendingInvite = (token: string, now: Date) =>
+  Membership.findOne({ inviteTokenHash: sha256(token), status: 'invited', inviteExpiresAt: { $gt: now } }).lean<MembershipDoc>();
+
+const inviteNotFound = () => new AppError('not_found', 'invite not found, already used, expired or withdrawn');
+
+/**
+ * Accepts an invite by its token for a user of the invited address, once: the update that activates the
+ * membership is the one that finds the token still pending, so two uses cannot both succeed.
+ */
+async function consumeInvite(token: string, user: Pick<UserDoc, '_id' | 'email'>, now: Date): Promise<MembershipDoc | null> {
   const invite = await Membership.findOneAndUpdate(
-    { email: user.email, status: 'invited' },
-    { $set: { status: 'active', userId: user._id } },
-    { sort: { createdAt: 1 }, returnDocument: 'after' },
+    { inviteTokenHash: sha256(token), email: user.email, status: 'invited', inviteExpiresAt: { $gt: now } },
+    { $set: { status: 'active', userId: user._id, joinedAt: now }, $unset: { inviteTokenHash: 1, inviteExpiresAt: 1 } },
+    { returnDocument: 'after' },
   ).lean<MembershipDoc>();
-  if (invite) await recordAudit({ orgId: invite.orgId, actor: { type: 'user', id: user._id }, action: 'member.join', target: { type: 'member', id: invite._id } });
+  if (invite) await recordAudit({ orgId: invite.orgId, actor: { type: 'user', id: user._id }, action: 'member.join', target: { type: 'member', id: invite._id }, details: { method: 'invite' } });
   return invite;
 }
 
-/** The user's active membership; a pending invite for their email is accepted at this point. */
-async function activeMembership(user: UserDoc): Promise<MembershipDoc | null> {
-  const active = await Membership.findOne({ userId: user._id, status: 'active' }).lean<MembershipDoc>();
-  return active ?? acceptInvite(user);
+/**
+ * Registration with an invite's token joins the inviting organisation with the invited role. The token
+ * proves the address: used with any other address it names nothing (404, as an unknown token). An
+ * address that already has an account joins with that account, which its password must open.
+ */
+async function registerWithInvite(input: z.infer<typeof registerBody>, token: string, config: Config, now: Date) {
+  const invite = await pendingInvite(token, now);
+  if (!invite || invite.email !== input.email) throw inviteNotFound();
+  const existing = await User.findOne({ email: input.email }).lean<UserDoc>();
+  if (existing && !(await verifyPassword(input.password, existing.passwordHash))) throw new AppError('invalid_credentials', 'wrong email or password');
+  const user = existing ?? (await createUser(input, config));
+  const membership = await consumeInvite(token, user, now);
+  if (!membership) {
+    // another request used the token between the look-up and now: no half-made account stays behind
+    if (!existing) await User.deleteOne({ _id: user._id });
+    throw inviteNotFound();
+  }
+  return { user: userJson(user), organization: organizationJson(await loadOrganization(membership.orgId)), role: membership.role };
 }
 
-/** Checks credentials and opens a session. An unknown email costs one scrypt, like a wrong password. */
+/** Password changes, sign-out everywhere and invite acceptance are the person's own acts: a session, not an API key. */
+function sessionOf(principal: MemberPrincipal) {
+  if (principal.kind !== 'session') throw new AppError('forbidden', 'this needs a signed-in session, not an API key');
+  return principal;
+}
+
+/**
+ * A signed-in user accepts an invite of their own address by its token; the current session moves to
+ * the joined organisation. Any other address's token, or a used, expired or withdrawn one: 404.
+ */
+export async function acceptInvite(principal: MemberPrincipal, token: string, now = new Date()): Promise<z.infer<typeof accountJson>> {
+  const session = sessionOf(principal);
+  const user = await User.findById(session.userId).lean<UserDoc>();
+  if (!user) throw notFound('user');
+  const membership = await consumeInvite(token, user, now);
+  if (!membership) throw inviteNotFound();
+  await Session.updateOne({ _id: session.sessionId }, { $set: { orgId: membership.orgId } });
+  return { user: userJson(user), organization: organizationJson(await loadOrganization(membership.orgId)), role: membership.role };
+}
+
+/**
+ * Checks credentials and opens a session in the organisation the user joined last. An unknown email
+ * costs one scrypt, like a wrong password. Login never accepts an invite: only its token does.
+ */
 export async function login(input: z.infer<typeof loginBody>, config: Config, ip: string | undefined) {
   const user = await User.findOne({ email: input.email }).lean<UserDoc>();
   const valid = await verifyPassword(input.password, user?.passwordHash ?? (await decoyHash(config.PASSWORD_HASH_COST)));
   if (!user || !valid) throw new AppError('invalid_credentials', 'wrong email or password');
-  const membership = await activeMembership(user);
+  const membership = await Membership.findOne({ userId: user._id, status: 'active' }).sort({ joinedAt: -1, _id: -1 }).lean<MembershipDoc>();
   if (!membership) throw new AppError('forbidden', 'this account is not a member of any organization');
   return openSession(user._id, membership.orgId, membership.role, config, ip, 'password');
 }
@@ -97,6 +153,63 @@ export async function logout(principal: MemberPrincipal, ip: string | undefined)
   if (principal.kind !== 'session') return;
   await Session.deleteOne({ _id: principal.sessionId });
   await auditAs(principal, ip)('session.logout', { type: 'session', id: principal.sessionId });
+}
+
+/** Signs the user out everywhere: every session of theirs ends, the current one included. */
+export async function logoutEverywhere(principal: MemberPrincipal, ip: string | undefined): Promise<void> {
+  const session = sessionOf(principal);
+  const { deletedCount } = await Session.deleteMany({ userId: session.userId });
+  await auditAs(principal, ip)('session.logout_all', { type: 'user', id: session.userId }, { sessions: deletedCount });
+}
+
+async function setPassword(userId: Types.ObjectId, password: string, config: Config): Promise<void> {
+  await User.updateOne({ _id: userId }, { $set: { passwordHash: await hashPassword(password, config.PASSWORD_HASH_COST) } });
+  // a reset link mailed before the change must not undo it
+  await PasswordReset.deleteMany({ userId });
+}
+
+/**
+ * Changes the signed-in user's password after checking the current one (401 invalid_credentials when
+ * wrong). Every other session of the user ends; the current one stays signed in.
+ */
+export async function changePassword(principal: MemberPrincipal, input: z.infer<typeof passwordChangeBody>, config: Config, ip: string | undefined): Promise<void> {
+  const session = sessionOf(principal);
+  const user = await User.findById(session.userId).lean<UserDoc>();
+  if (!user || !(await verifyPassword(input.current_password, user.passwordHash))) throw new AppError('invalid_credentials', 'the current password is wrong');
+  await setPassword(user._id, input.new_password, config);
+  const { deletedCount } = await Session.deleteMany({ userId: user._id, _id: { $ne: session.sessionId } });
+  await auditAs(principal, ip)('user.password_change', { type: 'user', id: user._id }, { sessions_ended: deletedCount });
+}
+
+/**
+ * Mails a single-use reset link, valid for an hour, when the address has an account; otherwise does
+ * nothing. The caller answers the same either way and does not wait for this.
+ */
+export async function requestPasswordReset(email: string, mailer: Mailer, config: Config, now = new Date()): Promise<void> {
+  const user = await User.findOne({ email }).lean<UserDoc>();
+  if (!user) return;
+  const token = randomBase62(32);
+  await PasswordReset.create({ tokenHash: sha256(token), userId: user._id, expiresAt: new Date(now.getTime() + RESET_TTL_MS) });
+  const url = dashboardLink(config, `/reset-password/${token}`);
+  await mailer.send({
+    orgId: null,
+    to: [user.email],
+    subject: 'Reset your Sluice password',
+    text: `Someone asked to reset the password of your Sluice account ${user.email}.\n\nTo choose a new password, open this link within an hour:\n${url}\n\nIf it was not you, ignore this mail: your password stays as it is.\n`,
+    html: `<p>Someone asked to reset the password of your Sluice account ${escapeHtml(user.email)}.</p><p><a href="${escapeHtml(url)}">Choose a new password</a> within an hour.</p><p>If it was not you, ignore this mail: your password stays as it is.</p>`,
+  });
+}
+
+/** Sets a new password with a mailed link, once; every session of the account ends. Unknown, used or expired link: 404. */
+export async function resetPassword(token: string, password: string, config: Config, ip: string | undefined, now = new Date()): Promise<void> {
+  const reset = await PasswordReset.findOneAndDelete({ tokenHash: sha256(token), expiresAt: { $gt: now } }).lean();
+  if (!reset) throw new AppError('not_found', 'reset link not found, already used or expired');
+  await setPassword(reset.userId, password, config);
+  const { deletedCount } = await Session.deleteMany({ userId: reset.userId });
+  const memberships = await Membership.find({ userId: reset.userId, status: 'active' }).lean<MembershipDoc[]>();
+  for (const { orgId } of memberships) {
+    await recordAudit({ orgId, actor: { type: 'user', id: reset.userId }, action: 'user.password_reset', target: { type: 'user', id: reset.userId }, details: { sessions_ended: deletedCount }, ip });
+  }
 }
 
 /** Resolves a session cookie to its user, organisation and current role; expired or removed: none. */
@@ -139,23 +252,53 @@ function assertMayGrant(principal: MemberPrincipal, role: Role) {
   if (!hasRole(principal.role, role)) throw new AppError('forbidden', `only an ${role === 'owner' ? 'owner' : 'admin'} may grant the ${role} role`);
 }
 
-export async function inviteMember(principal: MemberPrincipal, input: z.infer<typeof inviteBody>, ip: string | undefined) {
+/**
+ * Invites an email with a role. The answer carries the invite's token and dashboard URL, shown this
+ * once (only the token's hash is kept); with a mailer the URL is also mailed to the address. A failed
+ * mail does not undo the invite: it comes back as `mailError` for the caller to log.
+ */
+export async function inviteMember(
+  principal: MemberPrincipal,
+  input: z.infer<typeof inviteBody>,
+  ip: string | undefined,
+  { config, mailer, now = new Date() }: { config: Config; mailer: Mailer | undefined; now?: Date },
+): Promise<{ invite: z.infer<typeof inviteJson>; mailError?: unknown }> {
   assertMayGrant(principal, input.role);
-  const user = await User.findOne({ email: input.email }).lean<UserDoc>();
-  if (user && (await Membership.exists({ userId: user._id, status: 'active', orgId: { $ne: principal.orgId } }))) {
-    throw new AppError('conflict', 'that email belongs to a member of another organization');
-  }
+  const token = randomBase62(32);
   let membership: MembershipDoc;
   try {
     membership = (
-      await Membership.create({ orgId: principal.orgId, email: input.email, role: input.role, status: 'invited', invitedBy: principal.userId })
+      await Membership.create({
+        orgId: principal.orgId,
+        email: input.email,
+        role: input.role,
+        status: 'invited',
+        invitedBy: principal.userId,
+        inviteTokenHash: sha256(token),
+        inviteExpiresAt: new Date(now.getTime() + INVITE_TTL_MS),
+      })
     ).toObject() as MembershipDoc;
   } catch (error) {
     if (isDuplicateKey(error)) throw new AppError('conflict', 'that email is already a member or invited');
     throw error;
   }
   await auditAs(principal, ip)('member.invite', { type: 'member', id: membership._id }, { email: input.email, role: input.role });
-  return memberJsonOf(membership, undefined);
+  const url = dashboardLink(config, `/invites/${token}`);
+  const invite = { ...memberJsonOf(membership, undefined), invite_token: token, invite_url: url, invite_mailed: false };
+  if (!mailer) return { invite };
+  const org = await loadOrganization(principal.orgId);
+  try {
+    await mailer.send({
+      orgId: principal.orgId.toHexString(),
+      to: [input.email],
+      subject: `You are invited to ${org.name} on Sluice`,
+      text: `You are invited to join ${org.name} on Sluice as ${input.role}.\n\nTo accept, open this link within 7 days:\n${url}\n`,
+      html: `<p>You are invited to join <strong>${escapeHtml(org.name)}</strong> on Sluice as ${input.role}.</p><p><a href="${escapeHtml(url)}">Accept the invite</a> within 7 days.</p>`,
+    });
+  } catch (error) {
+    return { invite, mailError: error };
+  }
+  return { invite: { ...invite, invite_mailed: true } };
 }
 
 async function findMember(principal: MemberPrincipal, memberId: string): Promise<MembershipDoc> {

@@ -1,5 +1,6 @@
 import type { Types } from 'mongoose';
 import type { z } from 'zod';
+import { escapeHtml } from '../../html.js';
 import { addBuckets, percentile, type Buckets } from '../../telemetry/histogram.js';
 import { inWindowByHour, rounded } from '../../views.js';
 import { Organization } from '../accounts/model.js';
@@ -122,8 +123,6 @@ export async function gatherDigest(orgId: Types.ObjectId, from: Date, to: Date, 
   }
   return { organization: org?.name ?? '', projects: data };
 }
-
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The calendar day of an instant in a time zone, as YYYY-MM-DD. */
 function dayIn(iso: string, timezone: string): string {
