@@ -420,17 +420,6 @@ describe('signing in', () => {
     expect(await userByEmail(bob)).toBeNull();
   });
 
-  test('a verified address of the verified domain needs no invite: it joins as a member (the verified-domain rule)', async () => {
-    const { owner, domain } = await ssoOrganization();
-    const email = `newcomer@${domain}`;
-    const done = await callback(await signInAt(email, newSubject(), { email, email_verified: true }));
-    expect(done).toMatchObject({ status: 302, location: DASHBOARD_ORIGIN, cookie: expect.stringMatching(/^slk_session=/) });
-    const me = await h.api.with({ cookie: done.cookie!, origin: DASHBOARD_ORIGIN }).get('/v1/me');
-    expect(me.body).toMatchObject({ user: { email }, organization: { id: owner.organization.id }, role: 'member' });
-    const joins = await auditOf(owner, 'member.join');
-    expect(joins[0]).toMatchObject({ actor: { type: 'user', id: me.body.user.id }, details: { method: 'sso' } });
-  });
-
   test('POST /v1/auth/sso/start answers 404 for a domain without single sign-on', async () => {
     const { owner, domain } = await ssoOrganization();
     for (const email of [uniqueEmail(), 'someone@gmail.com']) {
@@ -509,6 +498,15 @@ describe('refusals leave no account and no session', () => {
     const members = await owner.client.get('/v1/members');
     expect(members.body.data.find((m: { email: string }) => m.email === email).status).toBe('invited');
     expect((await auditOf(owner, 'sso.refused'))[0]).toMatchObject({ details: { reason: 'email_unverified', email, subject } });
+  });
+
+  test('a verified address of the verified domain that was never invited (SPEC: only invited accounts)', async () => {
+    const { owner, domain } = await ssoOrganization();
+    const email = `stranger@${domain}`;
+    const reply = await callback(await signInAt(email, newSubject(), { email, email_verified: true }), 'json');
+    expect(reply).toMatchObject({ status: 403, body: { code: 'forbidden' } });
+    expect(await userByEmail(email)).toBeNull();
+    expect((await auditOf(owner, 'sso.refused'))[0]!.details.reason).toBe('not_invited');
   });
 
   test("an email of a domain the organisation has not verified (even an invited one)", async () => {
@@ -731,6 +729,7 @@ describe('every request to the identity provider passes the outbound guard', () 
       try {
         const { owner, domain } = await ssoOrganization(provider);
         provider.state.email = `${name.split(' ')[0]}@${domain}`;
+        await invite(owner, provider.state.email);
         const start = await startLogin(provider.state.email);
         const authorization = new URL(start.body.authorization_url);
         expect(authorization.origin).toBe(provider.issuer);

@@ -7,7 +7,7 @@ import type { Config } from '../../config.js';
 import { AppError, isDuplicateKey, notFound, type ErrorCode } from '../../errors.js';
 import type { MemberPrincipal, Role } from '../../principal.js';
 import { randomBase62, sha256 } from '../../secrets.js';
-import { User, type UserDoc } from '../accounts/model.js';
+import { Membership, User, type UserDoc } from '../accounts/model.js';
 import { createSsoUser, currentRole, joinThroughSso, openSession } from '../accounts/service.js';
 import { auditAs, recordAudit } from '../audit/service.js';
 import { domainOfEmail, isPublicMailDomain, verificationRecordName, verificationRecordValue } from './domains.js';
@@ -246,6 +246,7 @@ export const refusals = {
   email_unverified: { code: 'forbidden', message: 'the identity provider has not verified this email address' },
   domain_unverified: { code: 'forbidden', message: "this email's domain is not verified for this organization's single sign-on" },
   not_member: { code: 'forbidden', message: 'this account is not a member of the organization; an admin can invite it' },
+  not_invited: { code: 'forbidden', message: 'this email has not been invited to the organization; ask an admin for an invite' },
   identity_mismatch: { code: 'forbidden', message: 'this account is linked to a different single sign-on identity' },
 } as const satisfies Record<string, { code: ErrorCode; message: string }>;
 
@@ -323,7 +324,8 @@ export async function completeLogin(
  * verified. Then an identity linked before is its user, while a member; an existing account (made with a
  * password or through SSO) is linked only when it is already a member here, as single sign-on never
  * pulls an existing account into an organisation nor accepts an invite for it (the invite's token does);
- * an address without an account gets one, joined by the verified-domain rule (joinThroughSso).
+ * an address without an account gets one only when it has a live invite here (SPEC: a provider is trusted
+ * only for accounts that were already invited), and joins with the invite's role (joinThroughSso).
  */
 async function admit(orgId: Types.ObjectId, asserted: OidcIdentity, config: Config, now: Date): Promise<{ userId: Types.ObjectId; role: Role; linked: 'existing' | 'new' }> {
   const email = asserted.email?.trim().toLowerCase();
@@ -352,7 +354,9 @@ async function admit(orgId: Types.ObjectId, asserted: OidcIdentity, config: Conf
     return { userId: user._id, role, linked: 'new' };
   }
 
-  // No account yet: one is made whole (link, account, membership).
+  // No account yet: only an invited address gets one, made whole (link, account, membership).
+  const invite = await Membership.findOne({ orgId, email, status: 'invited' }, { inviteExpiresAt: 1 }).lean();
+  if (!invite || (invite.inviteExpiresAt && invite.inviteExpiresAt.getTime() <= now.getTime())) throw new Refusal('not_invited');
   const userId = new Types.ObjectId();
   await linkOrRefuse(() => newLink(userId));
   try {
