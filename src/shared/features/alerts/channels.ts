@@ -2,6 +2,7 @@ import { createHmac } from 'node:crypto';
 import { MailBudgetExceeded, type Mailer } from '../../clients/mailer.js';
 import type { Outbound } from '../../clients/outbound.js';
 import type { SecretBox } from '../../clients/secret-box.js';
+import { escapeHtml } from '../../html.js';
 import { confirmedAmong } from '../recipients/service.js';
 import type { AlertEvent } from './model.js';
 import type { DestinationDoc } from './model.js';
@@ -34,8 +35,6 @@ export interface AlertMessage {
 const WEBHOOK_TIMEOUT_MS = 10_000;
 
 const signatureOf = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
-
-const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
 
 /** The mail and chat rendering of one alert event. */
 export function renderAlert(alert: { kind: string; title: string; status: string; details: Record<string, unknown>; openedAt: Date; resolvedAt: Date | null }, event: AlertEvent, payload: Record<string, unknown>): AlertMessage {
