@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { listTracesQuery, traceDetailJson, traceRowJson } from '../../shared/features/traces/schemas.js';
+import { listTracesQuery, traceDetailJson, traceRowJson, traceSpansQuery } from '../../shared/features/traces/schemas.js';
 import { getTrace, listTraces } from '../../shared/features/traces/service.js';
 import { viewScope } from '../../shared/views.js';
 import { defineRoute, listOf } from '../routing.js';
@@ -19,10 +19,11 @@ export const traceRoutes = () => [
     method: 'get',
     path: '/v1/traces/{traceID}',
     tag: 'Traces',
-    summary: 'One trace: its spans in tree order (parents before children, siblings by start) and the issues its errors belong to.',
+    summary: 'One trace: figures of the whole trace, a page of its spans in tree order (parents before children, siblings by start; at most `limit`, then `next_cursor`) and the issues its errors belong to.',
     access: 'member',
     params: z.object({ traceID: z.string() }),
+    query: traceSpansQuery,
     response: traceDetailJson,
-    handler: ({ principal, params }) => getTrace(principal.orgId, params.traceID),
+    handler: ({ principal, params, query }) => getTrace(principal.orgId, params.traceID, query),
   }),
 ];

@@ -2,6 +2,9 @@ import { Schema, model } from 'mongoose';
 import { spanCategories, spanKinds, spanStatuses } from '../../telemetry/records.js';
 import { attributePairsField } from '../../telemetry/storage.js';
 
+/** Spans of one trace an answer of GET /v1/traces/{traceID} holds at most; spans are stored on pages of this many. */
+export const SPAN_PAGE_SIZE = 2000;
+
 /** `collection` is a Mongoose-reserved name, harmless here: spans are written natively and read lean. */
 const dbSchema = new Schema(
   { system: String, statement: String, operation: String, collection: String, namespace: String, serverAddress: String },
@@ -35,11 +38,13 @@ const spanSchema = new Schema({
   events: { type: [{ _id: false, name: String, time: Date, attributes: attributePairsField }], default: [] },
   links: { type: [{ _id: false, traceId: String, spanId: String, attributes: attributePairsField }], default: [] },
   source: { type: String, required: true },
+  /** The page of its trace the span is read on: SPAN_PAGE_SIZE spans each, in the order they arrived. */
+  page: { type: Number, default: 0 },
 });
 // one stored span per trace and span id, however often it is sent; by its prefix, one trace's spans.
 spanSchema.index({ projectId: 1, traceId: 1, spanId: 1 }, { unique: true });
-// one trace's spans within an organisation (trace ids are the client's, so tenancy narrows them).
-spanSchema.index({ orgId: 1, traceId: 1 });
+// one page of a trace's spans within an organisation (trace ids are the client's, so tenancy narrows them).
+spanSchema.index({ orgId: 1, traceId: 1, page: 1 });
 // a service's spans over time, and a category's (http, db, messaging) over time.
 spanSchema.index({ projectId: 1, service: 1, startAt: 1 });
 spanSchema.index({ projectId: 1, category: 1, startAt: 1 });

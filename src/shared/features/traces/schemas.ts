@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { pageQuery } from '../../paging.js';
 import { spanKinds, spanStatuses } from '../../telemetry/records.js';
 import { attributeFilters, viewQuery } from '../../views.js';
+import { SPAN_PAGE_SIZE } from './model.js';
 
 const attributeValue = z.union([z.string(), z.number(), z.boolean(), z.array(z.unknown()), z.null()]);
 
@@ -30,10 +31,18 @@ export const traceDetailJson = z.object({
   span_count: z.number().int(),
   error_count: z.number().int(),
   services: z.array(z.string()),
-  /** Parents before children, siblings by start time. */
+  /** One page of the trace's spans (at most `limit`): parents before children, siblings by start time. */
   spans: z.array(traceSpanJson),
+  /** The next page of spans (pass it as `cursor`), or null when this page holds the trace's last spans. */
+  next_cursor: z.string().nullable(),
   /** Issues whose events carry this trace id. */
   issues: z.array(z.string()),
+});
+
+/** Spans per answer of one trace, and the cursor of the next page of them. */
+export const traceSpansQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(SPAN_PAGE_SIZE).default(SPAN_PAGE_SIZE),
+  cursor: z.string().max(512).optional(),
 });
 
 /** Filters on spans; a trace is listed when one of its spans matches all of them. */

@@ -16,8 +16,8 @@ import { EndpointRollup } from '../endpoints/model.js';
 import { queueCounts } from '../queues/service.js';
 import { QueueRollup } from '../queues/model.js';
 import { SpanRollup } from '../services/model.js';
-import { Span, Trace } from './model.js';
-import type { listTracesQuery, traceDetailJson, traceRowJson } from './schemas.js';
+import { Span, SPAN_PAGE_SIZE, Trace } from './model.js';
+import type { listTracesQuery, traceDetailJson, traceRowJson, traceSpansQuery } from './schemas.js';
 
 function spanDoc({ orgId, projectId, record }: Stamped<SpanRecord>) {
   return {
@@ -47,6 +47,8 @@ function spanDoc({ orgId, projectId, record }: Stamped<SpanRecord>) {
     events: record.events.map((event) => ({ name: event.name, time: new Date(event.timeMs), attributes: attributePairs(event.attributes) })),
     links: record.links.map((link) => ({ traceId: link.traceId, spanId: link.spanId, attributes: attributePairs(link.attributes) })),
     source: record.source,
+    /** Where the span is listed in its trace (see planSpanPages); set before it is stored. */
+    page: 0,
   };
 }
 
@@ -98,22 +100,29 @@ const BUSY_MINUTE_REQUESTS = 200;
 /** A trace summary's `_id`: the same project and trace id always address the same document. */
 export const traceKey = (projectId: Types.ObjectId, traceId: string) => contentId('trace', projectId.toHexString(), traceId);
 
-/** What the newly stored spans add to each trace's summary. */
-function traceDeltas(spans: StoredSpan[]): TraceDelta[] {
-  const byTrace = new Map<string, StoredSpan[]>();
+/** Spans grouped by the trace summary they count into (project and trace id), in one pass. */
+function byTrace(spans: StoredSpan[]): StoredSpan[][] {
+  const groups = new Map<string, StoredSpan[]>();
   for (const span of spans) {
     const key = `${span.projectId.toHexString()}:${span.traceId}`;
-    byTrace.set(key, [...(byTrace.get(key) ?? []), span]);
+    const group = groups.get(key);
+    if (group) group.push(span);
+    else groups.set(key, [span]);
   }
-  return [...byTrace.values()].map((ofTrace) => {
+  return [...groups.values()];
+}
+
+/** What the newly stored spans add to each trace's summary. */
+function traceDeltas(spans: StoredSpan[]): TraceDelta[] {
+  return byTrace(spans).map((ofTrace) => {
     const first = ofTrace[0]!;
     const root = ofTrace.find((span) => span.parentSpanId === null);
     return {
       orgId: first.orgId,
       projectId: first.projectId,
       traceId: first.traceId,
-      startAt: new Date(Math.min(...ofTrace.map((span) => span.startAt.getTime()))),
-      endAt: new Date(Math.max(...ofTrace.map((span) => span.endAt.getTime()))),
+      startAt: new Date(ofTrace.reduce((min, span) => Math.min(min, span.startAt.getTime()), Infinity)),
+      endAt: new Date(ofTrace.reduce((max, span) => Math.max(max, span.endAt.getTime()), -Infinity)),
       spanCount: ofTrace.length,
       errorCount: ofTrace.filter((span) => span.status === 'error').length,
       services: new Set(ofTrace.map((span) => span.service)),
@@ -125,7 +134,7 @@ function traceDeltas(spans: StoredSpan[]): TraceDelta[] {
           .sort((a, b) => Number(a.startsWith('attr=')) - Number(b.startsWith('attr=')))
           .slice(0, FACETS_PER_BATCH_MAX),
       ),
-      maxSpanMs: Math.max(...ofTrace.map((span) => span.durationMs)),
+      maxSpanMs: ofTrace.reduce((max, span) => Math.max(max, span.durationMs), 0),
     };
   });
 }
@@ -158,13 +167,30 @@ async function pairInTrace(delta: TraceDelta): Promise<Observation[]> {
 }
 
 /**
- * Stores spans once per {project, trace, span}, folds them into their trace summaries and counts
+ * The page each span goes on: after the spans its trace holds now (its summary's count), in the
+ * batch's order. Two batches of one trace at once may put their spans on the same page, so a page can
+ * hold somewhat more than SPAN_PAGE_SIZE (a few batches' worth, never without bound); each span is
+ * still on exactly one page.
+ */
+async function planSpanPages(docs: StoredSpan[]): Promise<void> {
+  await inParallel(byTrace(docs), PARALLEL_WRITES, async (ofTrace) => {
+    const first = ofTrace[0]!;
+    const summary = await Trace.findById(traceKey(first.projectId, first.traceId), { spanCount: 1 }).lean<{ spanCount?: number }>();
+    const before = summary?.spanCount ?? 0;
+    ofTrace.forEach((span, index) => (span.page = Math.floor((before + index) / SPAN_PAGE_SIZE)));
+  });
+}
+
+/**
+ * Stores spans once per {project, trace, span}, on the pages their trace is read by, folds them into their trace summaries and counts
  * them into the service, endpoint, database-query and queue rollups. Only the spans this call actually inserted are counted, so a
  * replayed batch adds nothing; a crash between the writes leaves those spans uncounted rather than
  * counted twice.
  */
 export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
-  const inserted = await insertNew(Span.collection, items.map(spanDoc));
+  const docs = items.map(spanDoc);
+  await planSpanPages(docs);
+  const inserted = await insertNew(Span.collection, docs);
   const deltas = traceDeltas(inserted);
   const pairing = deltas.filter((delta) => delta.pairing.calls.length > 0 || delta.pairing.entries.length > 0);
   await upsertAll(
@@ -177,7 +203,7 @@ export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
   );
   const observations = directObservations(inserted);
   await inParallel(pairing, PARALLEL_WRITES, async (delta) => {
-    observations.push(...(await pairInTrace(delta)));
+    for (const observation of await pairInTrace(delta)) observations.push(observation);
   });
   await recordObservations(observations);
   const queues = await queueCounts(inserted);
@@ -205,46 +231,97 @@ export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
 type SpanDoc = StoredSpan & { _id: Types.ObjectId };
 
 
-/** Parents before children, siblings by start; a span whose parent never arrived is shown as a root. */
+const byStart = (a: SpanDoc, b: SpanDoc) => a.startAt.getTime() - b.startAt.getTime() || a.spanId.localeCompare(b.spanId) || a._id.toHexString().localeCompare(b._id.toHexString());
+
+/**
+ * Parents before children, siblings by start; a span whose parent is not among `spans` is shown as a
+ * root. Linear but for sorting: children are listed in one pass, each list sorted once.
+ */
 function treeOrder(spans: SpanDoc[]): { span: SpanDoc; depth: number }[] {
   const ids = new Set(spans.map((span) => span.spanId));
   const children = new Map<string | null, SpanDoc[]>();
   for (const span of spans) {
     const parent = span.parentSpanId && ids.has(span.parentSpanId) && span.parentSpanId !== span.spanId ? span.parentSpanId : null;
-    children.set(parent, [...(children.get(parent) ?? []), span]);
+    const siblings = children.get(parent);
+    if (siblings) siblings.push(span);
+    else children.set(parent, [span]);
   }
-  const byStart = (a: SpanDoc, b: SpanDoc) => a.startAt.getTime() - b.startAt.getTime() || a.spanId.localeCompare(b.spanId);
+  for (const siblings of children.values()) siblings.sort(byStart);
   const ordered: { span: SpanDoc; depth: number }[] = [];
   const visited = new Set<string>();
-  const stack = [...(children.get(null) ?? [])].sort(byStart).reverse().map((span) => ({ span, depth: 0 }));
+  const stack: { span: SpanDoc; depth: number }[] = [];
+  const pushChildren = (parent: string | null, depth: number) => {
+    const siblings = children.get(parent) ?? [];
+    for (let i = siblings.length - 1; i >= 0; i--) stack.push({ span: siblings[i]!, depth });
+  };
+  pushChildren(null, 0);
   while (stack.length > 0) {
     const next = stack.pop()!;
     if (visited.has(next.span.spanId)) continue;
     visited.add(next.span.spanId);
     ordered.push(next);
-    stack.push(...[...(children.get(next.span.spanId) ?? [])].sort(byStart).reverse().map((span) => ({ span, depth: next.depth + 1 })));
+    pushChildren(next.span.spanId, next.depth + 1);
   }
   // spans caught in a parent cycle have no root; they follow the rest in start order
-  ordered.push(...spans.filter((span) => !visited.has(span.spanId)).sort(byStart).map((span) => ({ span, depth: 0 })));
+  for (const span of spans.filter((span) => !visited.has(span.spanId)).sort(byStart)) ordered.push({ span, depth: 0 });
   return ordered;
 }
 
-/** One trace with its spans in tree order and the issues its errors were grouped into; another organisation's trace is not found. */
-export async function getTrace(orgId: Types.ObjectId, traceId: string): Promise<z.infer<typeof traceDetailJson>> {
+/** Error events of a trace read for its issues, at most. */
+const TRACE_EVENTS_READ = 1000;
+
+interface TraceSummaryFigures {
+  startAt: Date;
+  endAt: Date;
+  spanCount: number;
+  errorCount: number;
+  services: string[];
+}
+
+/**
+ * One trace: figures of the whole trace from its summaries (one per project it was sent to), and one
+ * page of its spans in tree order with the issues its errors were grouped into. Spans are read a
+ * stored page (SPAN_PAGE_SIZE, in the order they arrived) at a time, each one equality lookup, so an
+ * answer costs the same however many spans the trace has; the cursor names the page and the last span
+ * answered. Another organisation's trace is not found.
+ */
+export async function getTrace(orgId: Types.ObjectId, traceId: string, query: z.output<typeof traceSpansQuery> = { limit: SPAN_PAGE_SIZE }): Promise<z.infer<typeof traceDetailJson>> {
   const id = traceId.toLowerCase();
   if (!/^[0-9a-f]{32}$/.test(id)) throw notFound('trace');
-  const spans = await Span.find({ orgId, traceId: id }).lean<SpanDoc[]>();
-  if (spans.length === 0) throw notFound('trace');
-  const events = await ErrorEvent.find({ orgId, traceId: id }, { issueId: 1 }).lean();
-  const start = Math.min(...spans.map((span) => span.startAt.getTime()));
-  const end = Math.max(...spans.map((span) => span.endAt.getTime()));
+  const summaries = await Trace.find({ orgId, traceId: id }, { startAt: 1, endAt: 1, spanCount: 1, errorCount: 1, services: 1 }).lean<TraceSummaryFigures[]>();
+  if (summaries.length === 0) throw notFound('trace');
+  let page = 0;
+  let after: { startAt: Date; spanId: string; id: Types.ObjectId } | undefined;
+  if (query.cursor) {
+    const [cursorPage, startAt, spanId, spanDocId] = decodeCursor(query.cursor, 4);
+    if (!Number.isInteger(cursorPage) || !(startAt instanceof Date) || typeof spanId !== 'string') throw new AppError('invalid_request', 'cursor is not one this API issued');
+    page = cursorPage as number;
+    after = { startAt, spanId, id: cursorId(spanDocId) };
+  }
+  const lastPage = summaries.reduce((last, summary) => Math.max(last, Math.floor((summary.spanCount - 1) / SPAN_PAGE_SIZE)), 0);
+  const found: SpanDoc[] = [];
+  for (; page <= lastPage && found.length < query.limit; page++) {
+    const docs = (await Span.find({ orgId, traceId: id, page }).lean<SpanDoc[]>()).sort(byStart);
+    for (const doc of docs) if (!after || byStart({ ...doc, ...after, _id: after.id }, doc) < 0) found.push(doc);
+    after = undefined;
+  }
+  const spans = found.slice(0, query.limit);
+  const last = spans.at(-1);
+  const more = found.length > query.limit || page <= lastPage;
+  // an answer that ended with its page starts the next answer at the next page, without reading this one again
+  const nextCursor = !more || !last ? null : found.length > query.limit ? [last.page, last.startAt, last.spanId, last._id.toHexString()] : [page, new Date(-8.64e15), '', '0'.repeat(24)];
+  const events = await ErrorEvent.find({ orgId, traceId: id }, { issueId: 1 }).limit(TRACE_EVENTS_READ).lean();
+  const start = summaries.reduce((min, summary) => Math.min(min, summary.startAt.getTime()), Infinity);
+  const end = summaries.reduce((max, summary) => Math.max(max, summary.endAt.getTime()), -Infinity);
+  const services = new Set<string>();
+  for (const summary of summaries) for (const service of summary.services) services.add(service);
   return {
     trace_id: id,
     start: new Date(start).toISOString(),
     duration_ms: end - start,
-    span_count: spans.length,
-    error_count: spans.filter((span) => span.status === 'error').length,
-    services: [...new Set(spans.map((span) => span.service))].sort(),
+    span_count: summaries.reduce((sum, summary) => sum + summary.spanCount, 0),
+    error_count: summaries.reduce((sum, summary) => sum + summary.errorCount, 0),
+    services: [...services].sort(),
     spans: treeOrder(spans).map(({ span, depth }) => ({
       span_id: span.spanId,
       parent_span_id: span.parentSpanId,
@@ -261,6 +338,7 @@ export async function getTrace(orgId: Types.ObjectId, traceId: string): Promise<
       attributes: attributesObject(span.attributes),
       events: span.events.map((event) => ({ name: event.name, time: event.time.toISOString(), attributes: attributesObject(event.attributes) })),
     })),
+    next_cursor: nextCursor && encodeCursor(nextCursor),
     issues: [...new Set(events.map((event) => event.issueId.toHexString()))],
   };
 }
