@@ -293,7 +293,11 @@ async function storedByBatch(batchId: string): Promise<Map<string, number>> {
 
 const groupBy = <T>(values: T[], keyOf: (value: T) => string) => {
   const groups = new Map<string, T[]>();
-  for (const value of values) groups.set(keyOf(value), [...(groups.get(keyOf(value)) ?? []), value]);
+  for (const value of values) {
+    const group = groups.get(keyOf(value));
+    if (group) group.push(value);
+    else groups.set(keyOf(value), [value]);
+  }
   return groups;
 };
 
@@ -531,7 +535,7 @@ async function occurrences(issue: IssueDoc, limit: number, cursor?: string): Pro
   for (let empty = 0; page >= 0 && found.length <= limit && empty < MAX_EMPTY_PAGES; page--) {
     const docs = (await ErrorEvent.find({ issueId: issue._id, page }).lean<ErrorEventDoc[]>()).sort(newestFirst).filter(isAfter);
     empty = docs.length === 0 ? empty + 1 : 0;
-    found.push(...docs.map((doc) => ({ ...doc, page })));
+    for (const doc of docs) found.push({ ...doc, page });
     after = undefined;
   }
   const events = found.slice(0, limit);

@@ -92,7 +92,9 @@ async function cumulativeToDelta(docs: PointDoc[]): Promise<{ points: PointDoc[]
   const bySeries = new Map<string, PointDoc[]>();
   for (const doc of docs.filter(isCumulativeCounter)) {
     const key = seriesStateKey(doc);
-    bySeries.set(key, [...(bySeries.get(key) ?? []), doc]);
+    const points = bySeries.get(key);
+    if (points) points.push(doc);
+    else bySeries.set(key, [doc]);
   }
   if (bySeries.size === 0) return { points: docs, advances: [] };
   // one lookup by _id per series, each answered from an index (FerretDB reads every document for `$in`)
@@ -255,7 +257,8 @@ function aggregate(points: StoredPoint[], aggregation: (typeof metricAggregation
     case 'max': {
       const candidates = distributions.length > 0 ? distributions.map((point) => point[aggregation]).filter((value): value is number => value !== null) : values;
       if (candidates.length === 0) return null;
-      return aggregation === 'min' ? Math.min(...candidates) : Math.max(...candidates);
+      // folded, not spread: a step can hold more points than a call takes arguments
+      return aggregation === 'min' ? candidates.reduce((min, value) => Math.min(min, value)) : candidates.reduce((max, value) => Math.max(max, value));
     }
     case 'rate':
       return (distributions.length > 0 ? total('count') : values.reduce((sum, value) => sum + value, 0)) / stepSeconds;
@@ -294,7 +297,9 @@ export async function metricSeries(scope: ViewScope, query: z.output<typeof metr
   const steps = new Map<number, StoredPoint[]>();
   for (const point of points) {
     const t = stepStartOf(scope, stepMs, point.time.getTime());
-    steps.set(t, [...(steps.get(t) ?? []), point]);
+    const ofStep = steps.get(t);
+    if (ofStep) ofStep.push(point);
+    else steps.set(t, [point]);
   }
   return {
     name: query.name,
