@@ -1,11 +1,40 @@
-import { createServer, type Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { createServer, STATUS_CODES, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RequestListener } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { ErrorCode } from '../errors.js';
 
 export interface RunningServer {
   server: Server;
   port: number;
   close(): Promise<void>;
+}
+
+/** What Node answers a request it cannot parse (with an empty body), by its error code; anything else is 400. */
+const clientErrors: Record<string, { status: number; code: ErrorCode; message: string }> = {
+  HPE_HEADER_OVERFLOW: { status: 431, code: 'invalid_request', message: "the request's headers are larger than 16 KB" },
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: { status: 413, code: 'payload_too_large', message: "the request's chunk extensions are too large" },
+  ERR_HTTP_REQUEST_TIMEOUT: { status: 408, code: 'invalid_request', message: 'the request did not arrive in time' },
+};
+
+/**
+ * Answers a request Node's parser refused (a URL or headers over 16 KB, bytes that aren't HTTP) with
+ * the contract's JSON error body instead of Node's bare status line, then closes the connection as
+ * Node does. Like Node, it writes nothing once a response on the connection has begun.
+ */
+function answerClientError(error: NodeJS.ErrnoException, socket: Duplex) {
+  const inFlight = (socket as Duplex & { _httpMessage?: { headersSent: boolean } })._httpMessage;
+  if (socket.writable && !inFlight?.headersSent && error.code !== 'ECONNRESET') {
+    const { status, code, message } = clientErrors[error.code ?? ''] ?? { status: 400, code: 'invalid_request', message: 'the request is not valid HTTP/1.1' };
+    const requestId = randomUUID();
+    const body = JSON.stringify({ code, message, request_id: requestId });
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n` +
+        `X-Request-Id: ${requestId}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy();
 }
 
 /** Listens, and closes by refusing new connections, letting in-flight requests finish, then dropping idle keep-alives. */
@@ -17,6 +46,7 @@ export function listen(handler: RequestListener, port: number, host: string): Pr
     if (closing) res.setHeader('connection', 'close');
     handler(req, res);
   });
+  server.on('clientError', answerClientError);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
