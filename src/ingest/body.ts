@@ -12,6 +12,22 @@ export interface BodyLimits {
   maxCompressed?: number;
   /** Decoded bytes; also the only cap on a body sent without a content coding. */
   maxDecompressed?: number;
+  /** A first line to pass before the rest of the body is read. */
+  head?: BodyHead;
+}
+
+/**
+ * The first line of a body, checked before the rest is read (an envelope whose request carries no key
+ * names its DSN there). Reading pauses at the end of the first non-blank line, once `maxBytes` are
+ * decoded without one, or at the end of the body, and goes on under the body's caps only once `admit`
+ * resolves; what `admit` throws refuses the request with nothing more decoded.
+ */
+export interface BodyHead {
+  /** Decoded bytes after which `admit` gets what there is, line end or not. */
+  maxBytes: number;
+  /** Bytes on the wire allowed before the first line is decoded (a compressed stream can decode to nothing for long): past them, 413. */
+  maxWire: number;
+  admit(head: Buffer): Promise<void>;
 }
 
 /** An HTTP request as far as reading its body goes (an `IncomingMessage` is one). */
@@ -44,7 +60,7 @@ export async function readBody(req: RequestBody, limits: BodyLimits = {}): Promi
     req.resume();
     throw tooLarge(`request body of ${declared} bytes exceeds ${maxWire} bytes`);
   }
-  return collect(req, coding, maxWire, maxDecompressed, 'request body');
+  return collect(req, coding, maxWire, maxDecompressed, 'request body', limits.head);
 }
 
 /**
@@ -75,12 +91,15 @@ function contentCoding(header: string | undefined): Coding {
   throw new AppError('unsupported_media_type', `unsupported content encoding: ${coding}`);
 }
 
+const isBlank = (byte: number | undefined) => byte === 0x20 || byte === 0x09 || byte === 0x0d || byte === 0x0a;
+
 /**
  * Reads `input` (at most `maxWire` bytes of it) through the decoder for `coding`, failing as soon as
  * the decoded bytes pass `maxBytes`. The decoder is fed by `pipe`, so a slow decoder holds the input
- * back instead of buffering all of it. A failure stops decoding and drains the rest of the input.
+ * back instead of buffering all of it; pausing the decoder (while `firstLine.admit` decides) holds the
+ * input back the same way. A failure stops decoding and drains the rest of the input.
  */
-function collect(input: Readable, coding: Coding, maxWire: number, maxBytes: number, what: string): Promise<Buffer> {
+function collect(input: Readable, coding: Coding, maxWire: number, maxBytes: number, what: string, firstLine?: BodyHead): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let decoded = 0;
@@ -89,9 +108,45 @@ function collect(input: Readable, coding: Coding, maxWire: number, maxBytes: num
     // deflate's two flavours are told apart by the first two bytes
     let head: Buffer[] | undefined = coding === 'deflate' ? [] : undefined;
     let settled = false;
+    // 'reading' the first line for `firstLine.admit`, 'admitting' while it decides, undefined once admitted
+    let gate: 'reading' | 'admitting' | undefined = firstLine && 'reading';
+    let lineStarted = false;
+    let ended = false;
 
-    const finish = (error?: AppError) => {
+    const pause = () => (coding === 'identity' ? input.pause() : decoder?.pause());
+    const admit = () => {
+      gate = 'admitting';
+      pause();
+      firstLine!.admit(Buffer.concat(chunks, decoded)).then(
+        () => {
+          if (settled) return;
+          gate = undefined;
+          if (ended) finish();
+          else if (coding === 'identity') input.resume();
+          else decoder!.resume();
+        },
+        (error: unknown) => finish(error),
+      );
+    };
+    // whether `chunk` ends the first non-blank line: a line feed after a byte other than whitespace
+    const endsFirstLine = (chunk: Buffer) => {
+      let at = 0;
+      if (!lineStarted) {
+        while (at < chunk.length && isBlank(chunk[at])) at += 1;
+        if (at === chunk.length) return false;
+        lineStarted = true;
+      }
+      return chunk.indexOf(0x0a, at) !== -1;
+    };
+
+    const finish = (error?: unknown) => {
       if (settled) return;
+      // the end of a body whose first line is not yet admitted: it is admitted (or refused) first
+      if (!error && gate) {
+        ended = true;
+        if (gate === 'reading') admit();
+        return;
+      }
       settled = true;
       input.off('data', onWire).off('end', onEnd).off('error', onInputError);
       if (decoder) {
@@ -108,8 +163,9 @@ function collect(input: Readable, coding: Coding, maxWire: number, maxBytes: num
     };
     const onDecoded = (chunk: Buffer) => {
       decoded += chunk.length;
-      if (decoded > maxBytes) finish(tooLarge(`decoded ${what} exceeds ${maxBytes} bytes`));
-      else chunks.push(chunk);
+      if (decoded > maxBytes) return finish(tooLarge(`decoded ${what} exceeds ${maxBytes} bytes`));
+      chunks.push(chunk);
+      if (gate === 'reading' && (decoded >= firstLine!.maxBytes || endsFirstLine(chunk))) admit();
     };
     const onDecoderEnd = () => finish();
     const onDecoderError = (error: Error) => finish(new AppError('invalid_request', `${what} is not valid ${coding} data`, { cause: error }));
@@ -120,6 +176,7 @@ function collect(input: Readable, coding: Coding, maxWire: number, maxBytes: num
     const onWire = (chunk: Buffer) => {
       received += chunk.length;
       if (received > maxWire) return finish(tooLarge(`${what} exceeds ${maxWire} bytes`));
+      if (gate === 'reading' && received > firstLine!.maxWire) return finish(tooLarge(`the first line of the ${what} did not arrive within its first ${firstLine!.maxWire} bytes`));
       if (coding === 'identity') return onDecoded(chunk);
       if (!head) return;
       head.push(chunk);

@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../shared/errors.js';
-import { consumeLimit } from '../shared/http/rate-limit.js';
+import { consumeLimit, refundLimit } from '../shared/http/rate-limit.js';
 import type { RecordKind, Stamped } from '../shared/telemetry/records.js';
 import type { TelemetryBatcher } from './batcher.js';
 import type { DsnCache, IngestDsn } from './dsn.js';
@@ -22,8 +22,21 @@ const sentryRateLimitHeader = (retryAfter: number) => ({ 'X-Sentry-Rate-Limits':
 /** The key a request carries in its URL or headers, before any body is read. */
 export const requestKey = (req: Request) => sentryKeyFrom({ query: req.query as Record<string, unknown>, headers: req.headers });
 
-async function refuse(ctx: IngestContext, req: Request, res: Response, error: AppError): Promise<never> {
-  await consumeLimit(ctx.unauthenticated, `ip:${req.ip}`, res, sentryRateLimitHeader);
+/**
+ * Takes one point of the per-address limit: for a request refused for its key, and before any body
+ * is read of a request whose key can only be in its body, so a flood of such requests is refused with
+ * 429 before it costs any reading or decompression.
+ */
+export const chargeAddress = (ctx: IngestContext, req: Request, res: Response) => consumeLimit(ctx.unauthenticated, `ip:${req.ip}`, res, sentryRateLimitHeader);
+
+/**
+ * Gives back the point `chargeAddress` took once the body named a live DSN: a Sentry tunnel forwards
+ * a whole site's envelopes from one address, with the DSN only in their envelope headers.
+ */
+export const refundAddress = (ctx: IngestContext, req: Request) => refundLimit(ctx.unauthenticated, `ip:${req.ip}`);
+
+async function refuse(ctx: IngestContext, req: Request, res: Response, error: AppError, addressCharged: boolean): Promise<never> {
+  if (!addressCharged) await chargeAddress(ctx, req, res);
   throw error;
 }
 
@@ -45,17 +58,19 @@ export async function authorizeDsn(
   ctx: IngestContext,
   req: Request,
   res: Response,
-  options: { envelopeHeader?: Record<string, unknown>; projectNumber?: number } = {},
+  /** `addressCharged`: the caller already took this request's point of the per-address limit. */
+  options: { envelopeHeader?: Record<string, unknown>; projectNumber?: number; addressCharged?: boolean } = {},
 ): Promise<AdmittedDsn> {
+  const charged = options.addressCharged ?? false;
   const key = sentryKeyFrom({ query: req.query as Record<string, unknown>, headers: req.headers, envelopeHeader: options.envelopeHeader });
-  if (!key) return refuse(ctx, req, res, new AppError('unauthenticated', 'no DSN key: send sentry_key, X-Sentry-Auth or Authorization: Bearer <public key>'));
+  if (!key) return refuse(ctx, req, res, new AppError('unauthenticated', 'no DSN key: send sentry_key, X-Sentry-Auth or Authorization: Bearer <public key>'), charged);
   let dsn: IngestDsn | undefined;
   try {
     dsn = await ctx.dsns.resolve(key);
   } catch (error) {
     throw new AppError('not_ready', 'the DSN cannot be checked right now; retry later', { headers: { 'Retry-After': '5' }, cause: error });
   }
-  if (!dsn) return refuse(ctx, req, res, new AppError('forbidden', 'DSN is unknown or revoked'));
+  if (!dsn) return refuse(ctx, req, res, new AppError('forbidden', 'DSN is unknown or revoked'), charged);
   if (options.projectNumber !== undefined && dsn.projectNumber !== options.projectNumber) {
     throw new AppError('forbidden', 'this DSN does not belong to that project');
   }

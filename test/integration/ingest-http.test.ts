@@ -1,3 +1,7 @@
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { connect } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import protobuf from 'protobufjs';
 import { type Harness, startHarness, useHarness } from '../support/harness.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
@@ -197,6 +201,76 @@ describe('abuse limits and unavailable Redis', () => {
     }
   });
 
+  test('gzip bombs without a key, with a key only in a bogus envelope header, or with a bad key are refused having decoded next to nothing', async () => {
+    // each decodes to 256 MiB of zeros from about 256 KiB; the first three name no live key before the zeros
+    const bomb = gzipBomb();
+    const headed = (header: Record<string, unknown>) => Buffer.concat([gzipSync(`${JSON.stringify(header)}\n`), bomb]);
+    const gzip = { 'content-encoding': 'gzip' };
+    const keyless = `/api/${project.number}/envelope/`;
+    const attacks = [
+      { path: keyless, body: bomb, headers: gzip, status: 400, code: 'invalid_request' },
+      { path: keyless, body: headed({}), headers: gzip, status: 401, code: 'unauthenticated' },
+      { path: keyless, body: headed({ dsn: `http://${'d'.repeat(32)}@localhost/${project.number}` }), headers: gzip, status: 403, code: 'forbidden' },
+      { path: `${keyless}?sentry_key=${'b'.repeat(32)}`, body: bomb, headers: gzip, status: 403, code: 'forbidden' },
+      { path: '/v1/traces', body: bomb, headers: { ...gzip, 'content-type': 'application/json', authorization: `Bearer ${'b'.repeat(32)}` }, status: 403, code: 'forbidden' },
+    ];
+    const baseline = process.memoryUsage().arrayBuffers;
+    let peak = baseline;
+    const sampler = setInterval(() => (peak = Math.max(peak, process.memoryUsage().arrayBuffers)), 2);
+    try {
+      const replies = await Promise.all(
+        [...attacks, ...attacks].map(async ({ path, body, headers }) => {
+          const response = await fetch(`${h.ingest.baseUrl}${path}`, { method: 'POST', body, headers });
+          return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+        }),
+      );
+      expect(replies).toEqual([...attacks, ...attacks].map(({ status, code }) => ({ status, body: expect.objectContaining({ code, request_id: expect.any(String) }) })));
+    } finally {
+      clearInterval(sampler);
+    }
+    // ten bodies that would each decode to the 100 MiB cap if read before their key is checked
+    expect(peak - baseline).toBeLessThan(32 * 1024 * 1024);
+  });
+
+  test('a key-less envelope naming a live DSN in its header is read whole, however large, and does not count against its address', async () => {
+    const strict = await startHarness({ INGEST_UNAUTHENTICATED_PER_MINUTE: '2' });
+    try {
+      const event = errorEvent();
+      // random bytes do not compress: the body is over 1 MiB on the wire as well as decoded
+      const attachment = Buffer.from(randomBytes(3 * 1024 * 1024).toString('base64'));
+      const body = gzipSync(Buffer.concat([Buffer.from(envelope({ event_id: event.event_id, dsn: project.dsn }, [{ type: 'event', payload: event }])), Buffer.from(`{"type":"attachment","length":${attachment.length},"filename":"dump.txt"}\n`), attachment, Buffer.from('\n')]));
+      expect(body.length).toBeGreaterThan(2 * 1024 * 1024);
+      for (let i = 0; i < 4; i++) {
+        const response = await fetch(`${strict.ingest.baseUrl}/api/${project.number}/envelope/`, { method: 'POST', body, headers: { 'content-encoding': 'gzip' } });
+        expect({ i, status: response.status, body: await response.json() }).toEqual({ i, status: 200, body: { id: event.event_id } });
+      }
+    } finally {
+      await strict.close();
+    }
+  });
+
+  test('malformed key-less requests count against their address before their body is read: 429 with Retry-After past the limit', async () => {
+    const strict = await startHarness({ INGEST_UNAUTHENTICATED_PER_MINUTE: '3' });
+    try {
+      const keyless = `/api/${project.number}/envelope/`;
+      const statuses = [];
+      for (const body of ['not json\n', '', '[1,2]\n']) statuses.push((await strict.ingest.request('POST', keyless, body)).status);
+      expect(statuses).toEqual([400, 400, 400]);
+      const refused = await strict.ingest.request('POST', keyless, 'not json\n');
+      expect(refused.status).toBe(429);
+      expect(refused.body).toEqual({ code: 'rate_limited', message: expect.any(String), request_id: expect.any(String) });
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+      expect(refused.headers.get('x-sentry-rate-limits')).toMatch(/^\d+::key/);
+      // the address is refused before its body is read, even a well-formed one
+      const valid = await strict.ingest.request('POST', keyless, envelope({ dsn: project.dsn }, [{ type: 'event', payload: errorEvent() }]));
+      expect(valid.status).toBe(429);
+      // a key in the URL is that DSN's to spend, not the address's
+      expect((await strict.ingest.request('POST', envelopePath(project), envelope({}, [{ type: 'event', payload: errorEvent() }]))).status).toBe(200);
+    } finally {
+      await strict.close();
+    }
+  });
+
   test('with Redis unreachable and the disk spool full, ingest answers 503 with Retry-After within a second, and /readyz says why', async () => {
     const down = await startHarness({ REDIS_URL: 'redis://127.0.0.1:1', INGEST_SPOOL_MAX_MB: '0.0005' });
     try {
@@ -217,5 +291,36 @@ describe('abuse limits and unavailable Redis', () => {
     } finally {
       await down.close();
     }
+  });
+});
+
+describe('requests Node cannot parse', () => {
+  /** Sends `head` as it is on a new connection and returns everything the server wrote before closing it. */
+  async function raw(baseUrl: string, head: string): Promise<string> {
+    const socket = connect(Number(new URL(baseUrl).port), '127.0.0.1');
+    await once(socket, 'connect');
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.write(head);
+    await once(socket, 'close');
+    return Buffer.concat(chunks).toString();
+  }
+
+  test('a URL over 16 KB answers 431 with the JSON error body on the API and on ingest', async () => {
+    for (const client of [h.api, h.ingest]) {
+      const answer = await raw(client.baseUrl, `GET /v1/me?q=${'a'.repeat(20_000)} HTTP/1.1\r\nHost: localhost\r\n\r\n`);
+      const [head, body] = answer.split('\r\n\r\n');
+      expect(head).toMatch(/^HTTP\/1\.1 431 Request Header Fields Too Large\r\n/);
+      expect(head).toMatch(/\r\ncontent-type: application\/json; charset=utf-8\r\n/i);
+      const parsed = JSON.parse(body!);
+      expect(parsed).toEqual({ code: 'invalid_request', message: "the request's headers are larger than 16 KB", request_id: expect.any(String) });
+      expect(head).toContain(`X-Request-Id: ${parsed.request_id}`);
+    }
+  });
+
+  test('bytes that are not HTTP answer 400 with the JSON error body', async () => {
+    const [head, body] = (await raw(h.ingest.baseUrl, 'HELLO\r\n\r\n')).split('\r\n\r\n');
+    expect(head).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(JSON.parse(body!)).toEqual({ code: 'invalid_request', message: 'the request is not valid HTTP/1.1', request_id: expect.any(String) });
   });
 });

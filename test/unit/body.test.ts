@@ -186,6 +186,75 @@ describe('readBody limits', () => {
   });
 });
 
+describe('readBody with a first line to admit', () => {
+  const head = (admit: (line: Buffer) => Promise<void>) => ({ head: { maxBytes: 64 * 1024 + 1, maxWire: MiB, admit } });
+
+  test.each([
+    ['identity', (b: Buffer) => b],
+    ['gzip', zlib.gzipSync],
+    ['deflate', zlib.deflateSync],
+  ])('%s: admit sees the first non-blank line before the rest is read, then the whole body is returned', async (encoding, compress) => {
+    const body = Buffer.concat([Buffer.from('\n\n'), envelope]);
+    const req = request(compress(body), { 'content-encoding': encoding }, 1024);
+    const seen: string[] = [];
+    const read = await readBody(
+      req,
+      head(async (line) => {
+        seen.push(line.toString().split('\n').slice(0, 3).join('\n'));
+        // nothing past what decoding the line took has been pulled while admit decides
+        expect(req.pulled()).toBeLessThan(body.length / 2);
+      }),
+    );
+    expect(read.equals(body)).toBe(true);
+    expect(seen).toEqual(['\n\n{"event_id":"9ec79c33ec9942ab8353589fcb2e04dc"}']);
+  });
+
+  test('a refusal from admit rejects the read with its error and decodes nothing more', async () => {
+    const bomb = Buffer.concat([zlib.gzipSync('{"dsn":"nope"}\n'), zlib.gzipSync(Buffer.alloc(100 * MiB))]);
+    const req = request(bomb, { 'content-encoding': 'gzip' }, 1024);
+    const refusal = new AppError('forbidden', 'DSN is unknown or revoked');
+    let seen = 0;
+    const error = await rejection(
+      readBody(
+        req,
+        head(async (line) => {
+          seen = line.length;
+          throw refusal;
+        }),
+      ),
+    );
+    expect(error).toBe(refusal);
+    expect(seen).toBeLessThan(128 * 1024);
+  });
+
+  test('a body without a line end within maxBytes is handed to admit at maxBytes; a short one at its end', async () => {
+    const lengths: number[] = [];
+    const admit = async (line: Buffer) => void lengths.push(line.length);
+    await readBody(request(zlib.gzipSync(Buffer.alloc(10 * MiB, 'x')), { 'content-encoding': 'gzip' }), { ...head(admit), maxDecompressed: 20 * MiB }).catch(() => undefined);
+    expect(await readBody(request(Buffer.from('{"dsn":1}'), {}), head(admit))).toEqual(Buffer.from('{"dsn":1}'));
+    expect(lengths[0]).toBeGreaterThan(64 * 1024);
+    expect(lengths[0]).toBeLessThan(256 * 1024);
+    expect(lengths[1]).toBe(9);
+  });
+
+  test('compressed bytes that decode to no line within maxWire are payload_too_large before admit is asked', async () => {
+    // stored deflate blocks of nothing: wire bytes that decode to no bytes at all
+    const empty = Buffer.from([0x00, 0x00, 0x00, 0xff, 0xff]);
+    const raw = Buffer.concat([...Array.from({ length: 300_000 }, () => empty), Buffer.from([0x03, 0x00])]);
+    let asked = false;
+    const error = await rejection(
+      readBody(
+        request(raw, { 'content-encoding': 'deflate' }),
+        head(async () => {
+          asked = true;
+        }),
+      ),
+    );
+    expect(error).toMatchObject({ code: 'payload_too_large', message: `the first line of the request body did not arrive within its first ${MiB} bytes` });
+    expect(asked).toBe(false);
+  });
+});
+
 describe('inflatePayload (replay recordings inside envelope items)', () => {
   const rrweb = Buffer.from(JSON.stringify([{ type: 4, data: { href: 'https://example.com/' }, timestamp: 1735787045678 }]));
 

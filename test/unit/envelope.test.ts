@@ -6,6 +6,7 @@ import {
   itemCategories,
   knownItemTypes,
   parseEnvelope,
+  parseEnvelopeHeader,
   parseJsonItem,
   type EnvelopeItemHeader,
 } from '../../src/ingest/sentry/envelope.js';
@@ -157,6 +158,21 @@ describe('parseEnvelope refuses malformed input with invalid_request', () => {
     expectMalformed(`{}\n${item.repeat(1001)}`, /more than 1000 items/);
     expectMalformed(`{}\n${item.repeat(3)}`, /more than 2 items/, { maxItems: 2 });
   });
+});
+
+describe('parseEnvelopeHeader (the first line alone, read before the rest of a key-less body)', () => {
+  test('reads the header from the first line, whatever follows it, even cut off mid-item', () => {
+    const dsn = 'https://e12d836b15bb49d7bbf99e64295d995b@o1.ingest.example/42';
+    expect(parseEnvelopeHeader(Buffer.from(`\n${JSON.stringify({ ...envelopeHeader, dsn })}\n{"type":"ev`))).toEqual({ ...envelopeHeader, dsn });
+  });
+  test.each([
+    ['', /envelope is empty/],
+    ['not json\n', /envelope header is not valid one-line JSON/],
+    ['[1]\n', /envelope header must be a JSON object/],
+    [`{"pad":"${'x'.repeat(70_000)}"}\n`, /envelope header exceeds 65536 bytes/],
+  ])('%#: a head that names no header is invalid_request', (head, message) =>
+    expect(() => parseEnvelopeHeader(Buffer.from(head))).toThrow(expect.objectContaining({ code: 'invalid_request', message: expect.stringMatching(message) })),
+  );
 });
 
 describe('parseJsonItem', () => {

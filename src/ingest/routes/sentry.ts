@@ -1,8 +1,8 @@
-import { Router } from 'express';
+import { Router, type Request, type Response } from 'express';
 import { AppError } from '../../shared/errors.js';
 import { readBody } from '../body.js';
-import { authorizeDsn, enqueueRecords, requestKey, type IngestContext } from '../context.js';
-import { parseEnvelope } from '../sentry/envelope.js';
+import { authorizeDsn, chargeAddress, enqueueRecords, refundAddress, requestKey, type AdmittedDsn, type IngestContext } from '../context.js';
+import { DEFAULT_MAX_HEADER_BYTES, parseEnvelope, parseEnvelopeHeader, type Envelope } from '../sentry/envelope.js';
 import { normalizeEnvelope, normalizeStoreEvent } from '../sentry/normalize.js';
 
 function projectNumberOf(value: string | undefined): number {
@@ -13,16 +13,42 @@ function projectNumberOf(value: string | undefined): number {
 /** Something was invalid and nothing could be stored: the request is refused rather than answered 200. */
 const nothingKept = (dropped: number, records: Record<string, unknown[]>) => dropped > 0 && Object.values(records).every((list) => list.length === 0);
 
+/** What of a key-less envelope is read before its header's DSN is checked: the header line, sent in at most 1 MiB. */
+const KEYLESS_HEAD = { maxBytes: DEFAULT_MAX_HEADER_BYTES + 1, maxWire: 1024 * 1024 };
+
+/**
+ * Admits an envelope request and reads its body. SDKs put the key in the URL or a header: it is checked
+ * before any of the body is read. Tunnels and some SDKs name the DSN only in the envelope header: such
+ * a request is charged to its address first, and only its header line is decoded before that DSN is
+ * checked; once it is live the point is given back and the rest is read under the usual caps.
+ */
+async function readEnvelope(ctx: IngestContext, req: Request, res: Response, projectNumber: number): Promise<{ envelope: Envelope; admitted: AdmittedDsn }> {
+  if (requestKey(req)) {
+    const admitted = await authorizeDsn(ctx, req, res, { projectNumber });
+    return { admitted, envelope: parseEnvelope(await readBody(req)) };
+  }
+  await chargeAddress(ctx, req, res);
+  let admitted: AdmittedDsn | undefined;
+  const body = await readBody(req, {
+    head: {
+      ...KEYLESS_HEAD,
+      admit: async (head) => {
+        admitted = await authorizeDsn(ctx, req, res, { envelopeHeader: parseEnvelopeHeader(head), projectNumber, addressCharged: true });
+        await refundAddress(ctx, req);
+      },
+    },
+  });
+  // readBody resolves only once the head was admitted
+  return { admitted: admitted!, envelope: parseEnvelope(body) };
+}
+
 /** Sentry's ingest routes, answering as Relay does: 200 `{"id"}` once the data is durable. */
 export function sentryRouter(ctx: IngestContext): Router {
   const router = Router();
 
   router.post('/api/:projectNumber/envelope', async (req, res) => {
     const projectNumber = projectNumberOf(req.params.projectNumber);
-    // SDKs put the key in the URL or a header: check it before reading up to 100 MiB of body.
-    const early = requestKey(req) ? await authorizeDsn(ctx, req, res, { projectNumber }) : undefined;
-    const envelope = parseEnvelope(await readBody(req));
-    const { dsn, limit } = early ?? (await authorizeDsn(ctx, req, res, { envelopeHeader: envelope.header, projectNumber }));
+    const { envelope, admitted: { dsn, limit } } = await readEnvelope(ctx, req, res, projectNumber);
     await limit;
     const { records, eventId, dropped, outcomes } = await normalizeEnvelope(envelope, { nowMs: Date.now(), replayCapture: dsn.replayCapture });
     // Items of kinds Sluice does not keep (client reports…) are skipped quietly; invalid ones are only

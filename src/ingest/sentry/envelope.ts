@@ -72,13 +72,10 @@ export function parseEnvelope(body: Buffer, limits: EnvelopeLimits = {}): Envelo
   const maxHeaderBytes = limits.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES;
   const maxItems = limits.maxItems ?? DEFAULT_MAX_ITEMS;
 
-  const start = skipWhitespace(body, 0);
-  if (start === body.length) throw malformed('envelope is empty');
-  const envelopeLine = readHeaderLine(body, start, maxHeaderBytes, 'envelope header');
-  const header = parseHeaderJson(envelopeLine.text, 'envelope header');
+  const { header, next } = readEnvelopeHeader(body, maxHeaderBytes);
 
   const items: EnvelopeItem[] = [];
-  let offset = skipWhitespace(body, envelopeLine.next);
+  let offset = skipWhitespace(body, next);
   while (offset < body.length) {
     const name = `item ${items.length + 1}`;
     if (items.length === maxItems) throw malformed(`envelope has more than ${maxItems} items`);
@@ -103,6 +100,21 @@ export function parseEnvelope(body: Buffer, limits: EnvelopeLimits = {}): Envelo
     offset = skipWhitespace(body, payloadEnd + 1);
   }
   return { header, items };
+}
+
+/**
+ * The envelope header alone, from the start of an envelope (its first line is enough): where a request
+ * without a key in its URL or headers names its DSN, read before the rest of the body.
+ */
+export function parseEnvelopeHeader(head: Buffer, limits: EnvelopeLimits = {}): Record<string, unknown> {
+  return readEnvelopeHeader(head, limits.maxHeaderBytes ?? DEFAULT_MAX_HEADER_BYTES).header;
+}
+
+function readEnvelopeHeader(body: Buffer, maxHeaderBytes: number): { header: Record<string, unknown>; next: number } {
+  const start = skipWhitespace(body, 0);
+  if (start === body.length) throw malformed('envelope is empty');
+  const line = readHeaderLine(body, start, maxHeaderBytes, 'envelope header');
+  return { header: parseHeaderJson(line.text, 'envelope header'), next: line.next };
 }
 
 /** The JSON object an item carries; invalid_request when it is not JSON or not an object. */
