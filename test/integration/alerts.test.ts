@@ -4,7 +4,8 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import mongoose, { Types } from 'mongoose';
-import { openAlert, resolveAlertsAbout } from '../../src/shared/features/alerts/service.js';
+import { openAlert, resolveAlertsAbout, sealStoredDestinations } from '../../src/shared/features/alerts/service.js';
+import { createSecretBox } from '../../src/shared/clients/secret-box.js';
 import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
 import { addMember, createProject, signUp, uniqueEmail, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
@@ -471,6 +472,16 @@ describe('destination secrets at rest', () => {
     await cronAlertWhen(owner, (a) => a.deliveries.length === 1 && a.deliveries[0]!.status === 'sent', 'the delivery sent');
     const [hook] = receiver.at(`/hook/${id}/legacy`);
     expect(hook!.headers['x-sluice-signature']).toBe(`sha256=${createHmac('sha256', secret).update(hook!.raw).digest('hex')}`);
+
+    // what workers do once at start after an upgrade: the plaintext is sealed in place, answers unchanged
+    const box = createSecretBox(live.config);
+    expect(await sealStoredDestinations(box)).toBeGreaterThanOrEqual(1);
+    const stored = await mongoose.connection.collection('alert_destinations').findOne({ _id });
+    expect(JSON.stringify(stored)).not.toContain(secret);
+    expect(JSON.stringify(stored)).not.toContain(`/hook/${id}/legacy`);
+    expect({ url: box.open(stored!.urlSealed), secret: box.open(stored!.secretSealed) }).toEqual({ url: `${receiver.url}/hook/${id}/legacy`, secret });
+    expect((await owner.client.get('/v1/alert-destinations')).body.data).toEqual([listed]);
+    expect(await sealStoredDestinations(box)).toBe(0);
   });
 });
 

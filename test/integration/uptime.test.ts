@@ -16,7 +16,7 @@ import { Types } from 'mongoose';
 import { createOutbound, parseAllowlist } from '../../src/shared/clients/outbound.js';
 import { createSecretBox } from '../../src/shared/clients/secret-box.js';
 import { UptimeCheck, UptimeMonitor } from '../../src/shared/features/uptime/model.js';
-import { probeMonitor } from '../../src/shared/features/uptime/service.js';
+import { probeMonitor, sealStoredHeaders } from '../../src/shared/features/uptime/service.js';
 import { addMember, createProject, signUp, type Account } from '../support/factories/accounts.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import { selfSignedCertificate, targetPool, type Target } from '../support/targets.js';
@@ -451,6 +451,17 @@ describe('monitors and their probes (OUTBOUND_ALLOWLIST=127.0.0.1, probes run by
       expect(await storedText(monitor.id)).not.toContain('legacy-credential');
       await probeAt(monitor.id);
       expect(up.requests.at(-1)!.headers.authorization).toBe('Bearer legacy-credential');
+    });
+
+    test('what workers do once at start after an upgrade: plaintext header values are sealed in place, and probes still send them', async () => {
+      const monitor = await createMonitor(owner, project.id, { url: `${up.url}/upgraded` });
+      await UptimeMonitor.updateOne({ _id: monitor.id }, { $set: { headers: [{ name: 'X-Api-Key', value: 'plain-upgrade-key' }] } });
+      expect(await sealStoredHeaders(createSecretBox(h.config))).toBeGreaterThanOrEqual(1);
+      expect(await storedText(monitor.id)).not.toContain('plain-upgrade-key');
+      expect((await monitorOf(owner, monitor.id)).headers).toEqual({ 'X-Api-Key': '[Filtered]' });
+      await probeAt(monitor.id);
+      expect(up.requests.at(-1)!.headers['x-api-key']).toBe('plain-upgrade-key');
+      expect(await sealStoredHeaders(createSecretBox(h.config))).toBe(0);
     });
   });
 

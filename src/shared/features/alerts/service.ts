@@ -255,6 +255,25 @@ function maskedUrl(url: string): string {
   return `${parsed.origin}/…${rest.length >= 16 ? rest.slice(-4) : ''}`;
 }
 
+/**
+ * Seals the URLs and secrets of destinations saved before they were sealed, in place, so an upgrade
+ * leaves none in plaintext. Each write is conditional on the plaintext it replaced: processes doing this
+ * at once agree. Answers how many it sealed.
+ */
+export async function sealStoredDestinations(secrets: SecretBox): Promise<number> {
+  const plain = await AlertDestination.find({ url: { $ne: null } }).lean<DestinationDoc[]>();
+  let sealed = 0;
+  for (const destination of plain) {
+    const url = destination.url!;
+    const { modifiedCount } = await AlertDestination.updateOne(
+      { _id: destination._id, url },
+      { $set: { urlSealed: secrets.seal(url), urlShown: maskedUrl(url), secretSealed: destination.secret ? secrets.seal(destination.secret) : null, url: null, secret: null } },
+    );
+    sealed += modifiedCount;
+  }
+  return sealed;
+}
+
 /** Each destination as answered; `addresses` tells an email destination's confirmed addresses from the others. */
 async function destinationJsonsOf(orgId: Types.ObjectId, destinations: DestinationDoc[]): Promise<DestinationJson[]> {
   const states = new Map((await addressStates(orgId, [...new Set(destinations.flatMap((d) => d.emails))])).map((state) => [state.email, state]));

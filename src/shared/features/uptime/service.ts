@@ -6,7 +6,7 @@ import { AppError, notFound } from '../../errors.js';
 import { paginate, parseId } from '../../paging.js';
 import type { MemberPrincipal } from '../../principal.js';
 import { FILTERED } from '../../telemetry/scrub.js';
-import { oneAtATime } from '../../telemetry/storage.js';
+import { inTurn, oneAtATime } from '../../telemetry/storage.js';
 import { namedProjects, projectFilter } from '../../views.js';
 import { openAlert, resolveAlert } from '../alerts/service.js';
 import { auditAs } from '../audit/service.js';
@@ -105,6 +105,26 @@ function sealedHeaders(headers: Record<string, string>, stored: MonitorHeader[],
 
 /** The headers a probe sends, unsealed (a monitor stored before sealing holds plain values). */
 const openHeaders = (headers: MonitorHeader[], secrets: SecretBox) => Object.fromEntries(headers.map((h) => [h.name, 'sealed' in h ? secrets.open(h.sealed) : h.value]));
+
+/**
+ * Seals the header values of monitors saved before they were sealed, in place, so an upgrade leaves
+ * none in plaintext. Each monitor is read again and written in its turn: a change made meanwhile wins.
+ * Answers how many monitors it sealed.
+ */
+export async function sealStoredHeaders(secrets: SecretBox): Promise<number> {
+  const plain = (headers: MonitorHeader[]) => headers.some((h) => !('sealed' in h));
+  const monitors = await UptimeMonitor.find({}, { headers: 1 }).lean<Pick<UptimeMonitorDoc, '_id' | 'headers'>[]>();
+  let sealed = 0;
+  for (const { _id } of monitors.filter((monitor) => plain(monitor.headers))) {
+    sealed += await inTurn(monitorCollection, _id, async () => {
+      const monitor = await UptimeMonitor.findById(_id, { headers: 1 }).lean<Pick<UptimeMonitorDoc, '_id' | 'headers'>>();
+      if (!monitor || !plain(monitor.headers)) return 0;
+      const headers = monitor.headers.map((h) => ('sealed' in h ? h : { name: h.name, sealed: secrets.seal(h.value) }));
+      return (await UptimeMonitor.updateOne({ _id }, { $set: { headers } })).modifiedCount;
+    });
+  }
+  return sealed;
+}
 
 async function findMonitor(orgId: Types.ObjectId, monitorId: string): Promise<UptimeMonitorDoc> {
   const monitor = await UptimeMonitor.findOne({ _id: parseId(monitorId, 'uptime monitor'), orgId }).lean<UptimeMonitorDoc>();
