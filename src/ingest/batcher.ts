@@ -96,7 +96,9 @@ export class TelemetryBatcher {
     if (lists.length === 0) return Promise.resolve();
     const group = (this.group ??= { records: {}, count: 0, waiters: [], scheduled: false });
     for (const [kind, list] of lists) {
-      (group.records[kind] ??= []).push(...list);
+      const gathered = (group.records[kind] ??= []);
+      // a loop, not push(...list): one OTLP request can carry more records than a call takes arguments
+      for (const record of list) gathered.push(record);
       group.count += list.length;
     }
     const done = new Promise<void>((resolve, reject) => group.waiters.push({ resolve, reject }));

@@ -195,7 +195,8 @@ export async function allInWindowByHour<T extends object>(
   await inParallel(hours, PARALLEL_HOURS, async (hour) => {
     checkDeadline();
     const docs = (await collection.find({ ...filter, hour }, untilDeadline()).toArray()) as unknown as T[];
-    found.push(...docs.filter((doc) => timeOf(doc) >= from && timeOf(doc) < to));
+    // a loop, not push(...docs): an hour can hold more documents than a call takes arguments
+    for (const doc of docs) if (timeOf(doc) >= from && timeOf(doc) < to) found.push(doc);
   });
   return found;
 }

@@ -10,8 +10,7 @@ import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { QueueName } from '../shared/queues.js';
 import { shareWriteTurns } from '../shared/telemetry/storage.js';
-import { sealStoredDestinations } from '../shared/features/alerts/service.js';
-import { sealStoredHeaders } from '../shared/features/uptime/service.js';
+import { upgradeStoredData } from '../shared/features/maintenance/upgrades.js';
 import { alertsProcessor } from './processors/alerts.js';
 import { investigationsProcessor } from './processors/investigations.js';
 import { maintenanceProcessor } from './processors/maintenance.js';
@@ -75,10 +74,10 @@ export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl 
     worker.on('error', (error) => logger.error({ err: error, queue: name }, 'worker error'));
     return worker;
   });
-  // Credentials saved before they were sealed at rest are sealed once, in the background.
-  void Promise.all([sealStoredDestinations(secrets), sealStoredHeaders(secrets)])
-    .then(([destinations, monitors]) => destinations + monitors > 0 && logger.info({ destinations, monitors }, 'sealed credentials stored in plaintext'))
-    .catch((error: unknown) => logger.error({ err: error }, 'sealing credentials stored in plaintext failed'));
+  // Data stored by an earlier release is brought up to date in the background.
+  void upgradeStoredData(secrets)
+    .then((changed) => Object.values(changed).some((count) => count > 0) && logger.info(changed, 'upgraded stored data'))
+    .catch((error: unknown) => logger.error({ err: error }, 'upgrading stored data failed'));
   // Declared in the background: with Redis down at start the workers wait for it, and the other roles
   // of this process (ingest with its disk spool) must not wait with them.
   const declared = (async () => {

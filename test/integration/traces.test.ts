@@ -2,6 +2,8 @@ import { type Harness, useHarness } from '../support/harness.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, hex, otlpTraces, projectWithDsn, type OtlpSpan, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { eventually } from '../support/wait.js';
+import mongoose from 'mongoose';
+import { pageUnpagedSpans } from '../../src/shared/features/traces/service.js';
 
 let h: Harness;
 let owner: Account;
@@ -111,6 +113,22 @@ describe('GET /v1/traces/{traceID}', () => {
     }
     const dsn = h.api.with({ authorization: `DSN ${project.publicKey}` });
     expect((await dsn.get(`/v1/traces/${traceId}`)).status).toBe(403);
+  });
+  test('spans stored before traces were read by page are listed again once the workers upgrade them', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const traceId = hex(16);
+    const root = hex(8);
+    await sendSpans(project, traceId, [
+      { id: root, service: 'web', name: 'GET /old', startMs: Date.now() - 2000, durationMs: 9 },
+      { id: hex(8), parent: root, service: 'web', name: 'SELECT old', startMs: Date.now() - 1999, durationMs: 3, kind: 'client' },
+    ]);
+    await eventually(async () => ((await owner.client.get(`/v1/traces/${traceId}`)).body.spans?.length === 2 ? true : undefined), 'the trace');
+    // as a release before paging stored them
+    await mongoose.connection.collection('spans').updateMany({ traceId }, { $unset: { page: 1 } });
+    expect((await owner.client.get(`/v1/traces/${traceId}`)).body.spans).toEqual([]);
+    expect(await pageUnpagedSpans()).toBe(2);
+    const reopened = await owner.client.get(`/v1/traces/${traceId}`);
+    expect(reopened.body.spans.map((span: { name: string; depth: number }) => [span.name, span.depth])).toEqual([['GET /old', 0], ['SELECT old', 1]]);
   });
 });
 

@@ -275,7 +275,7 @@ function defaultGrouping(event: SentryEventLike): { components: string[]; kind: 
   let hasStacktrace = false;
   for (const exception of exceptions) {
     const frames = stacktraceComponents(framesOf(exception.stacktrace), inAppOnly, platform);
-    components.push(...frames);
+    for (const frame of frames) components.push(frame);
     if (frames.length > 0) hasStacktrace = true;
     const type = text(exception.type)?.trim();
     // Synthetic exceptions get an SDK-invented type (e.g. for a thrown non-Error), which says nothing about the bug.

@@ -224,7 +224,7 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
         .filter((doc) => words.every((word) => doc.tokens.includes(word)) && hasAttributes(doc.attributes, query.attribute))
         .sort(newestFirst),
     (docs) => {
-      found.push(...docs);
+      for (const doc of docs) found.push(doc);
     },
     () => found.length > query.limit,
   );

@@ -182,6 +182,14 @@ async function planSpanPages(docs: StoredSpan[]): Promise<void> {
 }
 
 /**
+ * Spans stored before traces were read a page at a time have no page: they go on their trace's first,
+ * so opening an older trace still lists them. Answers how many it moved.
+ */
+export async function pageUnpagedSpans(): Promise<number> {
+  return (await Span.updateMany({ page: { $exists: false } }, { $set: { page: 0 } })).modifiedCount;
+}
+
+/**
  * Stores spans once per {project, trace, span}, on the pages their trace is read by, folds them into their trace summaries and counts
  * them into the service, endpoint, database-query and queue rollups. Only the spans this call actually inserted are counted, so a
  * replayed batch adds nothing; a crash between the writes leaves those spans uncounted rather than
