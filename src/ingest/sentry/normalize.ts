@@ -31,6 +31,7 @@ import {
   type PlainValue,
 } from '../otlp/decode.js';
 import { parseJsonItem, type Envelope, type EnvelopeItem } from './envelope.js';
+import { httpLinkOrUndefined } from '../../shared/links.js';
 
 /**
  * Sentry envelope items (and legacy /store/ events) → internal records.
@@ -239,7 +240,7 @@ function keepFeedback(event: Json, feedbackId: string, ctx: Context): void {
     message: truncate(message, 4096),
     contactEmail: boundedText(feedback.contact_email, 254),
     name: boundedText(feedback.name, 256),
-    url: boundedText(feedback.url, 2048),
+    url: httpLinkOrUndefined(boundedText(feedback.url, 2048)),
     associatedEventId: idOf(feedback.associated_event_id, 16) || undefined,
     replayId: idOf(feedback.replay_id, 16) || undefined,
     environment: stringOf(event.environment) ?? ctx.environment,
@@ -660,7 +661,7 @@ function keepReplayEvent(replay: Json, ctx: Context): void {
     replayType: stringOf(replay.replay_type),
     startMs: timeMsOf(replay.replay_start_timestamp),
     timeMs: timeMsOf(replay.timestamp) ?? ctx.nowMs,
-    urls: stringsOf(replay.urls),
+    urls: stringsOf(replay.urls).filter((url) => httpLinkOrUndefined(url)),
     traceIds: stringsOf(replay.trace_ids),
     errorIds: stringsOf(replay.error_ids),
     user: isObject(replay.user)

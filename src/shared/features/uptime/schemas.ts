@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { httpUrl } from '../../links.js';
 import { pageQuery } from '../../paging.js';
 import { repeatedParameter } from '../../views.js';
 import { monitorStates } from './model.js';
@@ -18,7 +19,7 @@ const expectedStatus = z.union([
 
 const fields = {
   name: z.string().trim().min(1).max(200),
-  url: z.url({ protocol: /^https?$/ }).max(2048),
+  url: httpUrl,
   method: z.enum(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']),
   // Values as Node sends them: anything else (a line break, a control character) fails every request.
   headers: z.record(z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'a header name'), z.string().max(8192).regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'printable text (no line breaks or control characters)')).refine((h) => Object.keys(h).length <= 50, 'at most 50 headers'),
