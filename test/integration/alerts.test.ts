@@ -9,7 +9,7 @@ import { createSecretBox } from '../../src/shared/clients/secret-box.js';
 import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
 import { addMember, createProject, signUp, uniqueEmail, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
-import { startMailCatcher, type MailCatcher, type ReceivedMail } from '../support/smtp.js';
+import { confirmAddresses as confirmEach, isConfirmation, startMailCatcher, type MailCatcher, type ReceivedMail } from '../support/smtp.js';
 import { eventually } from '../support/wait.js';
 
 type AlertJson = z.infer<typeof alertJson>;
@@ -106,24 +106,16 @@ const cronAlertWhen = (account: Account, ready: (alert: AlertJson) => boolean, w
     return data.length === 1 && ready(data[0]!) ? data[0]! : undefined;
   }, what, timeoutMs);
 
-const CONFIRMATION_SUBJECT = 'Confirm your address for Sluice alerts';
 /** Alert mail to an address (its confirmation mail aside). */
-const mailsTo = (address: string) => (mail: ReceivedMail) => mail.to.includes(address) && mail.subject !== CONFIRMATION_SUBJECT;
-const confirmationTo = (address: string) => (mail: ReceivedMail) => mail.to.includes(address) && mail.subject === CONFIRMATION_SUBJECT;
+const mailsTo = (address: string) => (mail: ReceivedMail) => mail.to.includes(address) && !isConfirmation(mail);
+const confirmationTo = (address: string) => (mail: ReceivedMail) => mail.to.includes(address) && isConfirmation(mail);
 
 /** The token of the dashboard link in an address's confirmation mail. */
 async function confirmationToken(address: string): Promise<string> {
   const [mail] = await catcher.waitFor(1, confirmationTo(address));
   return /\/confirm-email\/([0-9A-Za-z]+)/.exec(mail!.text)![1]!;
 }
-
-/** Uses each address's confirmation link, as its owner would through the dashboard page (no sign-in). */
-async function confirmAddresses(...addresses: string[]): Promise<void> {
-  for (const address of addresses) {
-    const reply = await live.api.post(`/v1/email-confirmations/${await confirmationToken(address)}`);
-    expect(reply.status).toBe(200);
-  }
-}
+const confirmAddresses = (...addresses: string[]) => confirmEach(catcher, live.api, ...addresses);
 
 /** An email destination whose addresses are confirmed. */
 async function addConfirmedEmail(account: Account, emails: string[]): Promise<{ id: string }> {

@@ -1,6 +1,6 @@
 import mongoose from 'mongoose';
 import { type Harness, useHarness } from '../support/harness.js';
-import { addMember, createApiKey, createProject, login, signUp } from '../support/factories/accounts.js';
+import { addMember, createApiKey, createProject, login, PASSWORD, signUp } from '../support/factories/accounts.js';
 
 let h: Harness;
 useHarness((started) => (h = started));
@@ -64,8 +64,10 @@ describe('API keys', () => {
     expect((await client.get('/v1/projects')).status).toBe(401);
     expect((await owner.client.get('/v1/api-keys')).body.data.map((k: { id: string }) => k.id)).not.toContain(key.id);
 
-    // Inviting the same person back does not bring the old key back.
-    expect((await owner.client.post('/v1/members', { email: admin.email, role: 'admin' })).status).toBe(201);
+    // Inviting the same person back (who rejoins with the invite's token and their password) does not bring the old key back.
+    const invite = await owner.client.post('/v1/members', { email: admin.email, role: 'admin' });
+    expect(invite.status).toBe(201);
+    expect((await h.api.post('/v1/auth/register', { email: admin.email, password: PASSWORD, invite_token: invite.body.invite_token })).status).toBe(201);
     await login(h, admin.email);
     expect((await client.get('/v1/projects')).status).toBe(401);
   });

@@ -14,7 +14,7 @@ import { UptimeCheck } from '../../src/shared/features/uptime/model.js';
 import { addMember, createProject, signUp, uniqueEmail, type Account } from '../support/factories/accounts.js';
 import { errorEvent } from '../support/factories/telemetry.js';
 import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
-import { startMailCatcher, type MailCatcher, type ReceivedMail } from '../support/smtp.js';
+import { CONFIRMATION_SUBJECT, confirmAddresses as confirmEach, isConfirmation, startMailCatcher, type MailCatcher, type ReceivedMail } from '../support/smtp.js';
 import { eventually } from '../support/wait.js';
 
 const MINUTE = 60_000;
@@ -60,19 +60,10 @@ afterAll(async () => {
   await catcher?.close();
 });
 
-const CONFIRMATION_SUBJECT = 'Confirm your address for Sluice alerts';
-const isDigest = (mail: ReceivedMail) => mail.subject !== CONFIRMATION_SUBJECT;
+const isDigest = (mail: ReceivedMail) => !isConfirmation(mail);
 /** The digests mailed to an address (its confirmation mail aside). */
 const mailsTo = (address: string) => catcher.mails.filter((mail) => mail.to.includes(address) && isDigest(mail));
-
-/** Uses each address's confirmation link, as its owner would through the dashboard page (no sign-in). */
-async function confirmAddresses(...addresses: string[]): Promise<void> {
-  for (const address of addresses) {
-    const [mail] = await catcher.waitFor(1, (m) => m.to.includes(address) && !isDigest(m));
-    const token = /\/confirm-email\/([0-9A-Za-z]+)/.exec(mail!.text)![1]!;
-    expect((await h.api.post(`/v1/email-confirmations/${token}`)).status).toBe(200);
-  }
-}
+const confirmAddresses = (...addresses: string[]) => confirmEach(catcher, h.api, ...addresses);
 
 /**
  * The first instant after `after` whose wall clock in `zone` reads hour:minute (on `weekday`, 0 =

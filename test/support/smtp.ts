@@ -1,6 +1,7 @@
 import { simpleParser } from 'mailparser';
 import type { AddressInfo } from 'node:net';
 import { SMTPServer } from 'smtp-server';
+import type { Client } from './http.js';
 
 export interface ReceivedMail {
   from: string;
@@ -56,4 +57,18 @@ export async function startMailCatcher(): Promise<MailCatcher> {
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** The subject of the mail that asks an alert or digest address to confirm itself. */
+export const CONFIRMATION_SUBJECT = 'Confirm your address for Sluice alerts';
+export const isConfirmation = (mail: ReceivedMail) => mail.subject === CONFIRMATION_SUBJECT;
+
+/** Uses each address's confirmation link, as its owner would through the dashboard page (no sign-in). */
+export async function confirmAddresses(catcher: MailCatcher, api: Client, ...addresses: string[]): Promise<void> {
+  for (const address of addresses) {
+    const [mail] = await catcher.waitFor(1, (m) => m.to.includes(address) && isConfirmation(m));
+    const token = /\/confirm-email\/([0-9A-Za-z]+)/.exec(mail!.text)![1]!;
+    const reply = await api.post(`/v1/email-confirmations/${token}`);
+    if (reply.status !== 200) throw new Error(`confirming ${address} failed: ${reply.status} ${reply.text}`);
+  }
 }
