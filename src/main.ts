@@ -5,6 +5,7 @@
 import { connectMongo, disconnectMongo, ensureIndexes } from './shared/clients/mongo.js';
 import { closeRedis, createRedis, evictionPolicy, redisReady } from './shared/clients/redis.js';
 import { ConfigError, loadConfig } from './shared/config.js';
+import { dashboardHandler } from './api/web.js';
 import { listen } from './shared/http/server.js';
 import { ensureLocalServices, LocalServiceError } from './shared/local-services.js';
 import { createLogger } from './shared/logger.js';
@@ -81,6 +82,12 @@ async function main() {
     const server = await listen(createApiApp({ config, logger, redis: fastRedis }), config.PORT, config.HOST);
     stops.push(['api', server.close]);
     logger.info({ port: server.port }, 'api listening');
+    if (config.WEB_PORT) {
+      const web = await listen(dashboardHandler({ config, apiPort: server.port }), config.WEB_PORT, config.HOST);
+      stops.push(['dashboard', web.close]);
+      logger.info({ port: web.port, url: config.DASHBOARD_ORIGIN }, 'dashboard listening');
+      logger.info(`open the dashboard at ${config.DASHBOARD_ORIGIN}`);
+    }
   }
 
 }

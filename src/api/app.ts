@@ -72,7 +72,8 @@ export interface ApiAppOptions {
   blobs?: BlobStore;
 }
 
-export function createApiApp({ config, logger, redis, blobs = createBlobStore(config) }: ApiAppOptions): Express {
+/** Every route the API mounts with this configuration, and what the app around them needs. */
+function assemble({ config, logger, redis, blobs = createBlobStore(config) }: ApiAppOptions) {
   // check-ins, issue status changes and monitor edits write documents the workers count into too
   shareWriteTurns(redis, config.REDIS_PREFIX);
   const outbound = createOutbound({ allowlist: parseAllowlist(config.OUTBOUND_ALLOWLIST) });
@@ -123,6 +124,15 @@ export function createApiApp({ config, logger, redis, blobs = createBlobStore(co
     ...(config.PAYMENT_API_KEY ? checkoutRoutes(deps, createPayments(config)) : []),
   ];
   routes.push(openApiRoute(() => routes));
+  return { deps, routes, aiRoutes, blobs };
+}
+
+/** The API's routes, as its OpenAPI document describes them (the dashboard's types are generated from it). */
+export const apiRoutes = (options: ApiAppOptions): readonly AnyRoute[] => assemble(options).routes;
+
+export function createApiApp(options: ApiAppOptions): Express {
+  const { config, logger, redis } = options;
+  const { deps, routes, aiRoutes, blobs } = assemble(options);
 
   const app = express();
   app.disable('x-powered-by');

@@ -47,7 +47,10 @@ const schema = z.object({
   S3_SECRET_ACCESS_KEY: optionalText,
   /** Path-style addressing (`endpoint/bucket/key`), which MinIO and most self-hosted stores need. */
   S3_FORCE_PATH_STYLE: flag.default(false),
-  DASHBOARD_ORIGIN: z.url().default('http://localhost:3000'),
+  /** The port the API process serves the built dashboard on; 0 turns the built-in dashboard off. */
+  WEB_PORT: port.default(3000),
+  /** Where the dashboard is opened; unset: http://localhost:<WEB_PORT> (3000 when WEB_PORT is 0). */
+  DASHBOARD_ORIGIN: optionalUrl,
   /** Public URL of the API; also switches single sign-on on. */
   API_PUBLIC_URL: optionalUrl,
   /** Host written into DSN strings; defaults to http://localhost:<INGEST_PORT>. */
@@ -181,8 +184,9 @@ const schema = z.object({
 
 type Env = z.infer<typeof schema>;
 
-export interface Config extends Readonly<Omit<Env, 'INGEST_PUBLIC_URL' | 'BLOB_DIR' | 'INGEST_SPOOL_DIR'>> {
+export interface Config extends Readonly<Omit<Env, 'INGEST_PUBLIC_URL' | 'BLOB_DIR' | 'INGEST_SPOOL_DIR' | 'DASHBOARD_ORIGIN'>> {
   readonly INGEST_PUBLIC_URL: string;
+  readonly DASHBOARD_ORIGIN: string;
   readonly BLOB_DIR: string;
   readonly INGEST_SPOOL_DIR: string;
   /** True when cookies carry the Secure flag: COOKIE_SECURE, else whether the public URL is https. */
@@ -202,6 +206,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return Object.freeze({
     ...value,
     INGEST_PUBLIC_URL: value.INGEST_PUBLIC_URL ?? `http://localhost:${value.INGEST_PORT}`,
+    // an origin has no trailing slash: the browser's Origin header is compared with this exactly
+    DASHBOARD_ORIGIN: (value.DASHBOARD_ORIGIN ?? `http://localhost:${value.WEB_PORT || 3000}`).replace(/\/+$/, ''),
     BLOB_DIR: value.BLOB_DIR ?? `${value.DATA_DIR}/blobs`,
     INGEST_SPOOL_DIR: value.INGEST_SPOOL_DIR ?? `${value.DATA_DIR}/spool/${value.REDIS_PREFIX}`,
     secureCookies: value.COOKIE_SECURE ?? value.API_PUBLIC_URL?.startsWith('https:') ?? false,

@@ -106,6 +106,7 @@ export async function startService(store: Store, roles: Role[], env: Record<stri
         REDIS_PREFIX: prefix,
         PORT: String(apiPort),
         INGEST_PORT: String(ingestPort),
+        WEB_PORT: '0',
         HOST: '127.0.0.1',
         LOG_LEVEL: 'warn',
         DASHBOARD_ORIGIN,

@@ -9,7 +9,7 @@ import { once } from 'node:events';
  */
 export function startService(env: Record<string, string | undefined>) {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, NODE_OPTIONS: '', PORT: '0', INGEST_PORT: '0', HOST: '127.0.0.1', REDIS_URL: process.env.TEST_REDIS_URL, REDIS_PREFIX: `slk_test_${randomBytes(6).toString('hex')}`, LOG_LEVEL: 'info', ...env },
+    env: { ...process.env, NODE_OPTIONS: '', PORT: '0', INGEST_PORT: '0', WEB_PORT: '0', HOST: '127.0.0.1', REDIS_URL: process.env.TEST_REDIS_URL, REDIS_PREFIX: `slk_test_${randomBytes(6).toString('hex')}`, LOG_LEVEL: 'info', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: Record<string, unknown>[] = [];

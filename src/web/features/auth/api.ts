@@ -1,0 +1,25 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { api, read, type BodyOf } from '../../api/client';
+
+/** The signed-in user, organisation and role; a 401 means nobody is signed in. */
+export const useMe = () => useQuery({ queryKey: ['me'], queryFn: ({ signal }) => read(api().GET('/v1/me', { signal })), retry: false, staleTime: 60_000 });
+
+export function useLogin() {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: (body: BodyOf<'/v1/auth/login', 'post'>) => read(api().POST('/v1/auth/login', { body })),
+    onSuccess: () => queryClient.invalidateQueries(),
+  });
+}
+
+export const useRegister = () => useMutation({ mutationFn: (body: BodyOf<'/v1/auth/register', 'post'>) => read(api().POST('/v1/auth/register', { body })) });
+
+export const useSsoStart = () => useMutation({ mutationFn: (body: BodyOf<'/v1/auth/sso/start', 'post'>) => read(api().POST('/v1/auth/sso/start', { body })) });
+
+export function useLogout() {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: () => read(api().POST('/v1/auth/logout')),
+    onSettled: () => queryClient.clear(),
+  });
+}

@@ -1,0 +1,5 @@
+import { PageHeader } from '../../components/PageHeader';
+
+export default function IssuePage() {
+  return <PageHeader title="Issue" />;
+}

@@ -1,0 +1,5 @@
+import { PageHeader } from '../../components/PageHeader';
+
+export default function ServicePage() {
+  return <PageHeader title="Service" />;
+}
