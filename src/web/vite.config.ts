@@ -56,7 +56,8 @@ export default defineConfig({
   plugins: [react(), issuesBudget(), devConfigDocument()],
   build: {
     outDir: fileURLToPath(new URL('../../dist/web', import.meta.url)),
-    emptyOutDir: true,
+    // the test setup rebuilds while other test files' pages may still load the previous build's assets
+    emptyOutDir: process.env.WEB_BUILD_KEEP_ASSETS !== '1',
     sourcemap: true,
     target: 'es2022',
   },

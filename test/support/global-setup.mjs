@@ -21,7 +21,7 @@ const newestChange = (path) => {
 function prepareBrowserTests() {
   const built = 'dist/web/index.html';
   if (!existsSync(built) || newestChange('src/web') > statSync(built).mtimeMs) {
-    execFileSync('npx', ['vite', 'build', '--config', 'src/web/vite.config.ts', '--logLevel', 'warn'], { stdio: 'inherit' });
+    execFileSync('npx', ['vite', 'build', '--config', 'src/web/vite.config.ts', '--logLevel', 'warn'], { stdio: 'inherit', env: { ...process.env, WEB_BUILD_KEEP_ASSETS: '1' } });
   }
   if (!process.env.CHROMIUM_PATH && !existsSync('/usr/bin/chromium')) {
     process.stderr.write('installing Debian\'s chromium for the browser tests (apt-get)\n');
