@@ -3,7 +3,7 @@
 # node:20 slim tracks the newest Node 20 release, which satisfies engines ">=20.19".
 ARG NODE_IMAGE=node:20-bookworm-slim
 
-# --- build: full dependencies, compile TypeScript into dist/ ---
+# --- build: full dependencies, compile TypeScript into dist/ and the dashboard into dist/web/ ---
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
@@ -22,5 +22,5 @@ COPY --from=build /app/dist ./dist
 # The process creates DATA_DIR (default .data) at start, so it must be writable by the non-root user.
 RUN mkdir -p /app/.data && chown node:node /app/.data
 USER node
-EXPOSE 8080 8081
+EXPOSE 3000 8080 8081
 CMD ["node", "dist/main.js"]
