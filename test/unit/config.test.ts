@@ -7,6 +7,13 @@ describe('configuration', () => {
     expect(Object.isFrozen(config)).toBe(true);
   });
 
+  test('the dashboard: served on WEB_PORT 3000, and its origin follows the port unless DASHBOARD_ORIGIN is set', () => {
+    expect(loadConfig({})).toMatchObject({ WEB_PORT: 3000, DASHBOARD_ORIGIN: 'http://localhost:3000' });
+    expect(loadConfig({ WEB_PORT: '4100' }).DASHBOARD_ORIGIN).toBe('http://localhost:4100');
+    // off: the files are hosted elsewhere, and the origin is the team's own
+    expect(loadConfig({ WEB_PORT: '0', DASHBOARD_ORIGIN: 'https://observe.example.com/' })).toMatchObject({ WEB_PORT: 0, DASHBOARD_ORIGIN: 'https://observe.example.com' });
+  });
+
   test('values are coerced, and an https public URL turns on Secure cookies', () => {
     const config = loadConfig({ PORT: '9000', INGEST_PORT: '9001', API_PUBLIC_URL: 'https://observe.example.com' });
     expect(config.PORT).toBe(9000);
