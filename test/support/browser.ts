@@ -33,8 +33,13 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
-/** Starts the service with the dashboard on a free port, against a database of this test file's own. */
-export async function startDashboard(env: Record<string, string> = {}): Promise<Dashboard> {
+type Ports = { webPort: number; apiPort: number; ingestPort: number };
+
+/**
+ * Starts the service with the dashboard on a free port, against a database of this test file's own.
+ * `env` may depend on the ports chosen (e.g. API_PUBLIC_URL, which switches single sign-on on).
+ */
+export async function startDashboard(env: Record<string, string> | ((ports: Ports) => Record<string, string>) = {}): Promise<Dashboard> {
   // fixed ports rather than 0: the DSNs the API writes name the ingest port
   const [webPort, apiPort, ingestPort] = [await freePort(), await freePort(), await freePort()];
   const database = `slk_test_web_${randomBytes(4).toString('hex')}`;
@@ -48,7 +53,7 @@ export async function startDashboard(env: Record<string, string> = {}): Promise<
     INGEST_PORT: String(ingestPort),
     DASHBOARD_ORIGIN: webUrl,
     PASSWORD_HASH_COST: '12',
-    ...env,
+    ...(typeof env === 'function' ? env({ webPort, apiPort, ingestPort }) : env),
   });
   await service.portOf('api listening', 60_000);
   await service.portOf('ingest listening', 60_000);
