@@ -1,0 +1,36 @@
+import { useQuery } from '@tanstack/react-query';
+import { api, read, type QueryOf } from '../../api/client';
+import { windowBounds, type TimeWindow } from '../../lib/url-state';
+
+/** Requests and errors over time: by project, or by service when one project is picked. */
+export const useTraffic = (project: string | undefined, window: TimeWindow) =>
+  useQuery({
+    queryKey: ['traffic', project, window],
+    queryFn: ({ signal }) => read(api().GET('/v1/traffic', { params: { query: { project, ...windowBounds(window) } }, signal })),
+  });
+
+export const useEndpointSurges = (filters: Pick<QueryOf<'/v1/endpoints/surges'>, 'project' | 'service'>, window: TimeWindow) =>
+  useQuery({
+    queryKey: ['endpoints', 'surges', filters, window],
+    queryFn: ({ signal }) => read(api().GET('/v1/endpoints/surges', { params: { query: { ...filters, ...windowBounds(window) } }, signal })),
+  });
+
+export type DatabaseFilters = Pick<QueryOf<'/v1/database/slow-queries'>, 'project' | 'service' | 'system'>;
+
+export const useSlowQueries = (filters: DatabaseFilters, window: TimeWindow, cursor: string | undefined) =>
+  useQuery({
+    queryKey: ['database', 'slow-queries', filters, window, cursor],
+    queryFn: ({ signal }) => read(api().GET('/v1/database/slow-queries', { params: { query: { ...filters, ...windowBounds(window), limit: 20, cursor } }, signal })),
+  });
+
+export const useQueryPatterns = (filters: DatabaseFilters & Pick<QueryOf<'/v1/database/query-patterns'>, 'sort'>, window: TimeWindow, cursor: string | undefined) =>
+  useQuery({
+    queryKey: ['database', 'query-patterns', filters, window, cursor],
+    queryFn: ({ signal }) => read(api().GET('/v1/database/query-patterns', { params: { query: { ...filters, ...windowBounds(window), limit: 20, cursor } }, signal })),
+  });
+
+export const useQueues = (project: string | undefined, window: TimeWindow) =>
+  useQuery({
+    queryKey: ['queues', project, window],
+    queryFn: ({ signal }) => read(api().GET('/v1/queues', { params: { query: { project, ...windowBounds(window) } }, signal })),
+  });
