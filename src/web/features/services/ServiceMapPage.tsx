@@ -56,7 +56,7 @@ function StructureSummary({ structure, names }: { structure: ServiceStructure; n
           <span className="swatch chain" aria-hidden="true" /> thick: the longest chain of calls
         </li>
         <li>
-          <span className="swatch weak" aria-hidden="true" /> double outline: a single point of failure
+          <span className="swatch weak" aria-hidden="true" /> red outline, “SPOF”: a single point of failure
         </li>
       </ul>
       <dl className="structure-facts">
@@ -138,8 +138,8 @@ export default function ServiceMapPage() {
     if (!node) return id;
     const href = hrefOf(node);
     return (
-      <span className="wrap-anywhere">
-        {href ? <Link to={href}>{node.name}</Link> : node.name} <span className="muted small">({node.type === 'messaging' ? 'queue' : node.type})</span>
+      <span className="node-cell wrap-anywhere">
+        {href ? <Link to={href}>{node.name}</Link> : node.name} <span className="muted small nowrap">({node.type === 'messaging' ? 'queue' : node.type})</span>
       </span>
     );
   };
@@ -159,7 +159,7 @@ export default function ServiceMapPage() {
         description="Services, databases, queues and external hosts, and the calls between them, callers on the left."
         actions={
           <>
-            <button type="button" aria-pressed={showStructure} onClick={() => update({ structure: showStructure ? undefined : '1' }, { replace: true })}>
+            <button type="button" className="toggle" aria-pressed={showStructure} onClick={() => update({ structure: showStructure ? undefined : '1' }, { replace: true })}>
               Show structure
             </button>
             <Link className="button" to={`/services${search}`}>

@@ -1,5 +1,5 @@
 import dagre from '@dagrejs/dagre';
-import { useMemo, useRef, useState, type KeyboardEvent } from 'react';
+import { useLayoutEffect, useMemo, useRef, useState, type KeyboardEvent } from 'react';
 import { Link } from 'react-router';
 import { formatCount, formatDuration, formatPercent } from '../../lib/format';
 import type { MapEdge, MapNode, ServiceMap } from './api';
@@ -103,6 +103,11 @@ export function ServiceMapPicture({ map, figures, overlay, hrefOf }: { map: Serv
     const available = (frame.current?.clientWidth ?? placed.width) - 8;
     setZoom(Math.max(0.25, Math.min(2, available / placed.width)));
   };
+  // a map wider than its frame starts fitted to the width, down to half size (beyond that it scrolls)
+  useLayoutEffect(() => {
+    const available = (frame.current?.clientWidth ?? placed.width) - 8;
+    if (available < placed.width) setZoom(Math.max(0.5, available / placed.width));
+  }, [placed.width]);
   const hide = (event: KeyboardEvent) => {
     if (event.key === 'Escape') setActive(null);
   };
@@ -162,7 +167,7 @@ export function ServiceMapPicture({ map, figures, overlay, hrefOf }: { map: Serv
             <title id="service-map-title">{`Service map: ${map.nodes.length} nodes, ${map.edges.length} edges`}</title>
             <defs>
               {['plain', 'errors', 'cycle', 'chain'].map((variant) => (
-                <marker key={variant} id={`arrow-${variant}`} className={`arrow ${variant}`} viewBox="0 0 10 10" refX="9" refY="5" markerWidth="7" markerHeight="7" orient="auto-start-reverse">
+                <marker key={variant} id={`arrow-${variant}`} className={`arrow ${variant}`} viewBox="0 0 10 10" refX="9" refY="5" markerUnits="userSpaceOnUse" markerWidth="10" markerHeight="10" orient="auto-start-reverse">
                   <path d="M0 0 L10 5 L0 10 Z" />
                 </marker>
               ))}
@@ -179,31 +184,30 @@ export function ServiceMapPicture({ map, figures, overlay, hrefOf }: { map: Serv
               );
             })}
             {placed.nodes.map((node, index) => {
-              const classes = ['map-node', node.type, overlay?.chainNodes.has(node.id) && 'chain', overlay?.weakNodes.has(node.id) && 'weak'].filter(Boolean).join(' ');
-              const body = (
-                <>
-                  <NodeShape type={node.type} />
-                  <text className="type" x={NODE_WIDTH / 2} y={18} textAnchor="middle">
-                    {overlay?.weakNodes.has(node.id) ? `${TYPE_LABEL[node.type]} · single point of failure` : TYPE_LABEL[node.type]}
-                  </text>
-                  <text className="name" x={NODE_WIDTH / 2} y={37} textAnchor="middle">
-                    {shorten(node.name)}
-                  </text>
-                </>
-              );
               const href = hrefOf(node);
-              const position = `translate(${node.x - NODE_WIDTH / 2} ${node.y - NODE_HEIGHT / 2})`;
+              const classes = ['map-node', node.type, href && 'linked', overlay?.chainNodes.has(node.id) && 'chain', overlay?.weakNodes.has(node.id) && 'weak'].filter(Boolean).join(' ');
+              const marks = [overlay?.weakNodes.has(node.id) && 'a single point of failure', overlay?.chainNodes.has(node.id) && 'on the longest chain'].filter(Boolean);
+              const target = { className: 'node-target', 'aria-label': [nodeText(node, figures.get(node.id)), ...marks].join('; '), ...handlers('node', index) };
+              // the label is drawn over the outline but outside the focusable target, whose name is the whole label
               return (
-                <g key={node.id} transform={position}>
+                <g key={node.id} className={classes} transform={`translate(${node.x - NODE_WIDTH / 2} ${node.y - NODE_HEIGHT / 2})`}>
                   {href ? (
-                    <Link to={href} className={classes} aria-label={nodeText(node, figures.get(node.id))} {...handlers('node', index)}>
-                      {body}
+                    <Link to={href} {...target}>
+                      <NodeShape type={node.type} />
                     </Link>
                   ) : (
-                    <g className={classes} tabIndex={0} role="group" aria-label={nodeText(node, figures.get(node.id))} {...handlers('node', index)}>
-                      {body}
+                    <g tabIndex={0} role="group" {...target}>
+                      <NodeShape type={node.type} />
                     </g>
                   )}
+                  <g className="node-label" aria-hidden="true">
+                    <text className="type" x={NODE_WIDTH / 2} y={18} textAnchor="middle">
+                      {overlay?.weakNodes.has(node.id) ? `${TYPE_LABEL[node.type]} · SPOF` : TYPE_LABEL[node.type]}
+                    </text>
+                    <text className="name" x={NODE_WIDTH / 2} y={37} textAnchor="middle">
+                      {shorten(node.name)}
+                    </text>
+                  </g>
                 </g>
               );
             })}

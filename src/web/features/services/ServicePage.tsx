@@ -90,8 +90,8 @@ function DependencyTable({ caption, rows, other, search }: { caption: string; ro
         const name = row[other];
         const type = row[`${other}_type`];
         return (
-          <span className="wrap-anywhere">
-            {type === 'service' ? <Link to={servicePath(name, search)}>{name}</Link> : name} <span className="muted small">({type === 'messaging' ? 'queue' : type})</span>
+          <span className="node-cell wrap-anywhere">
+            {type === 'service' ? <Link to={servicePath(name, search)}>{name}</Link> : name} <span className="muted small nowrap">({type === 'messaging' ? 'queue' : type})</span>
           </span>
         );
       },
@@ -111,7 +111,7 @@ const surgeColumns: Column<Surge>[] = [
   { header: 'Previous window', numeric: true, cell: (surge) => formatCount(surge.baseline_requests) },
   { header: 'Change', numeric: true, cell: (surge) => `×${formatNumber(surge.ratio)}` },
   { header: '4xx share', numeric: true, cell: (surge) => `${formatPercent(surge.shares['4xx'].observed)} (was ${formatPercent(surge.shares['4xx'].baseline)})` },
-  { header: 'Why', cell: (surge) => <span className="wrap-anywhere">{surge.reasons.join('; ')}</span> },
+  { header: 'Why', cell: (surge) => <span className="surge-reasons">{surge.reasons.join('; ')}</span> },
 ];
 
 export default function ServicePage() {
