@@ -34,7 +34,7 @@ const PATTERN_COLUMNS = [
       </span>
     ),
   },
-  { header: 'Services', cell: (pattern: LogPattern) => <span className="wrap-anywhere">{pattern.services.join(', ')}</span> },
+  { header: 'Services', cell: (pattern: LogPattern) => <span className="name-cell">{pattern.services.join(', ')}</span> },
   { header: 'Example', cell: (pattern: LogPattern) => <span className="pattern-example small">{pattern.example ?? '—'}</span> },
   { header: 'First seen', cell: (pattern: LogPattern) => seen(pattern.first_seen) },
   { header: 'Last seen', cell: (pattern: LogPattern) => seen(pattern.last_seen) },
@@ -45,7 +45,7 @@ const SURGE_COLUMNS = [
     header: 'What',
     cell: (surge: LogSurge) =>
       surge.kind === 'service' ? (
-        <span className="wrap-anywhere">Service {surge.service}</span>
+        <span className="name-cell">Service {surge.service}</span>
       ) : (
         <>
           <span className="pattern-template">{surge.pattern}</span>
@@ -53,11 +53,11 @@ const SURGE_COLUMNS = [
         </>
       ),
   },
-  { header: 'Services', cell: (surge: LogSurge) => <span className="wrap-anywhere">{surge.services.join(', ')}</span> },
+  { header: 'Services', cell: (surge: LogSurge) => <span className="name-cell">{surge.services.join(', ')}</span> },
   { header: 'Lines in window', numeric: true, cell: (surge: LogSurge) => formatCount(surge.observed) },
   { header: 'Previous window', numeric: true, cell: (surge: LogSurge) => formatCount(surge.baseline) },
   { header: 'Ratio', numeric: true, cell: (surge: LogSurge) => `×${formatNumber(surge.ratio)}` },
-  { header: 'Reason', cell: (surge: LogSurge) => <span className="small wrap-anywhere">{surge.reason}</span> },
+  { header: 'Reason', cell: (surge: LogSurge) => <span className="small surge-reason">{surge.reason}</span> },
 ];
 
 const NO_LOGS = (

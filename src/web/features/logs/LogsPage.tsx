@@ -197,7 +197,7 @@ function LogTable({ lines, filters, arrived }: { lines: readonly LogLine[]; filt
                       {line.body}
                     </button>
                   </td>
-                  <td className="log-trace">{line.trace_id ? <Link className="mono ellipsis" to={`/traces/${line.trace_id}`} title={`Open trace ${line.trace_id}`}>{line.trace_id}</Link> : <span className="muted">—</span>}</td>
+                  <td className={line.trace_id ? 'log-trace' : 'log-trace none'}>{line.trace_id ? <Link className="mono ellipsis" to={`/traces/${line.trace_id}`} title={`Open trace ${line.trace_id}`}>{line.trace_id}</Link> : <span className="muted">—</span>}</td>
                 </tr>
                 {expanded && (
                   <tr id={`log-${line.id}`} className="log-detail-row">
@@ -258,8 +258,7 @@ export default function LogsPage() {
           ) : (
             <EmptyState title="No log lines in this window">
               <p>
-                Send logs with an OTLP log exporter (<code>OTEL_EXPORTER_OTLP_LOGS_ENDPOINT</code>) or a Sentry SDK with logs enabled, using your project's DSN.{' '}
-                <Link to="/onboarding">Set up a project</Link>
+                Send logs with an OTLP log exporter (<code>OTEL_EXPORTER_OTLP_LOGS_ENDPOINT</code>) or a Sentry SDK with logs enabled, using your project's DSN; they show up here within seconds. <Link to="/onboarding">Set up a project</Link>
               </p>
             </EmptyState>
           )

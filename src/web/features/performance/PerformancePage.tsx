@@ -55,7 +55,7 @@ function TrafficView({ traffic, byService }: { traffic: Traffic; byService: bool
   const step = stepLabel(traffic.step);
   return (
     <>
-      <TimeSeriesChart title={`Requests per ${step} by ${byService ? 'service' : 'project'}`} times={times} series={charted} unit={`req/${step}`} />
+      <TimeSeriesChart title={`Requests per ${step} by ${byService ? 'service' : 'project'}`} times={times} series={charted} unit="req" />
       <Table
         caption={`Traffic by ${byService ? 'service' : 'project'}, busiest first`}
         captionHidden
@@ -66,11 +66,11 @@ function TrafficView({ traffic, byService }: { traffic: Traffic; byService: bool
             header: byService ? 'Service' : 'Project',
             cell: (row) =>
               byService ? (
-                <Link className="wrap-anywhere" to={`/services/${encodeURIComponent(row.name)}?project=${row.series.project_id}`}>
+                <Link className="name-cell" to={`/services/${encodeURIComponent(row.name)}?project=${row.series.project_id}`}>
                   {row.name}
                 </Link>
               ) : (
-                <Link className="wrap-anywhere" to={`/performance?project=${row.series.project_id}`}>
+                <Link className="name-cell" to={`/performance?project=${row.series.project_id}`}>
                   {row.name}
                 </Link>
               ),
@@ -102,13 +102,13 @@ const SURGE_COLUMNS = [
   {
     header: 'Endpoint',
     cell: (surge: EndpointSurge) => (
-      <span className="mono wrap-anywhere">
+      <span className="mono wrap-anywhere endpoint">
         {surge.method && <strong>{surge.method} </strong>}
         {surge.route}
       </span>
     ),
   },
-  { header: 'Service', cell: (surge: EndpointSurge) => <span className="wrap-anywhere">{surge.service}</span> },
+  { header: 'Service', cell: (surge: EndpointSurge) => <span className="name-cell">{surge.service}</span> },
   { header: 'Requests', numeric: true, cell: (surge: EndpointSurge) => `${formatCount(surge.requests)} req` },
   { header: 'Previous window', numeric: true, cell: (surge: EndpointSurge) => `${formatCount(surge.baseline_requests)} req` },
   { header: 'Ratio', numeric: true, cell: (surge: EndpointSurge) => `×${formatNumber(surge.ratio)}` },
@@ -154,7 +154,7 @@ const traceLinks = (ids: string[]) =>
 const SLOW_QUERY_COLUMNS = [
   { header: 'Statement', cell: (query: SlowQuery) => <code className="statement">{query.statement}</code> },
   { header: 'System', cell: (query: SlowQuery) => query.system },
-  { header: 'Services', cell: (query: SlowQuery) => <span className="wrap-anywhere">{query.services.join(', ')}</span> },
+  { header: 'Services', cell: (query: SlowQuery) => <span className="name-cell">{query.services.join(', ')}</span> },
   { header: 'Calls', numeric: true, cell: (query: SlowQuery) => formatCount(query.calls) },
   { header: 'Errors', numeric: true, cell: (query: SlowQuery) => formatCount(query.errors) },
   { header: 'p50', numeric: true, cell: (query: SlowQuery) => formatDuration(query.p50_ms) },
@@ -195,7 +195,7 @@ function SlowQueriesSection({ filters, window }: { filters: DatabaseFilters; win
 const PATTERN_COLUMNS = [
   { header: 'Pattern', cell: (pattern: QueryPattern) => <code className="statement">{pattern.pattern}</code> },
   { header: 'System', cell: (pattern: QueryPattern) => pattern.system },
-  { header: 'Services', cell: (pattern: QueryPattern) => <span className="wrap-anywhere">{pattern.services.join(', ')}</span> },
+  { header: 'Services', cell: (pattern: QueryPattern) => <span className="name-cell">{pattern.services.join(', ')}</span> },
   { header: 'Calls', numeric: true, cell: (pattern: QueryPattern) => formatCount(pattern.calls) },
   { header: 'Errors', numeric: true, cell: (pattern: QueryPattern) => formatCount(pattern.errors) },
   { header: 'Mean', numeric: true, cell: (pattern: QueryPattern) => formatDuration(pattern.mean_ms) },
@@ -235,13 +235,13 @@ const QUEUE_COLUMNS = [
     header: 'Queue',
     cell: (queue: Queue) => (
       <>
-        <span className="wrap-anywhere">{queue.queue}</span>
+        <span className="name-cell">{queue.queue}</span>
         {queue.system && <span className="small muted"> ({queue.system})</span>}
       </>
     ),
   },
-  { header: 'Producers', cell: (queue: Queue) => <span className="wrap-anywhere">{queue.producers.join(', ') || '—'}</span> },
-  { header: 'Consumers', cell: (queue: Queue) => <span className="wrap-anywhere">{queue.consumers.join(', ') || '—'}</span> },
+  { header: 'Producers', cell: (queue: Queue) => <span className="name-cell">{queue.producers.join(', ') || '—'}</span> },
+  { header: 'Consumers', cell: (queue: Queue) => <span className="name-cell">{queue.consumers.join(', ') || '—'}</span> },
   { header: 'Published', numeric: true, cell: (queue: Queue) => `${formatCount(queue.published)} msg` },
   { header: 'Processed', numeric: true, cell: (queue: Queue) => `${formatCount(queue.processed)} msg` },
   { header: 'Failed', numeric: true, cell: (queue: Queue) => `${formatCount(queue.failed)} (${formatPercent(queue.failure_rate)})` },
