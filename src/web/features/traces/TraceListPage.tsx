@@ -145,10 +145,10 @@ const COLUMNS: Column<TraceSummary>[] = [
       </Link>
     ),
   },
-  { header: 'Services', cell: (trace) => <span className="trace-services wrap-anywhere">{trace.services.join(', ')}</span> },
   { header: 'Duration', numeric: true, cell: (trace) => formatDuration(trace.duration_ms) },
   { header: 'Spans', numeric: true, cell: (trace) => formatCount(trace.span_count) },
   { header: 'Errors', numeric: true, cell: (trace) => (trace.error_count > 0 ? <ErrorMark label={`${formatCount(trace.error_count)} ${trace.error_count === 1 ? 'error' : 'errors'}`} /> : <span className="muted">0</span>) },
+  { header: 'Services', cell: (trace) => <span className="trace-services wrap-anywhere">{trace.services.join(', ')}</span> },
   { header: 'Started', cell: (trace) => <span className="nowrap">{formatTime(trace.start)}</span> },
 ];
 

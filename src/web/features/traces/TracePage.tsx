@@ -35,7 +35,7 @@ function TraceIssues({ issueIDs }: { issueIDs: string[] }) {
     <section className="panel" aria-labelledby="trace-issues">
       <h2 id="trace-issues">Issues from this trace</h2>
       {issueIDs.length === 0 ? (
-        <p className="muted small">No error event carries this trace id. Issues link to a trace when a Sentry SDK reports an error inside one of its spans.</p>
+        <p className="muted small">None: issues link to a trace when a Sentry SDK reports an error inside one of its spans.</p>
       ) : (
         <ul className="trace-issues">
           {issueIDs.map((issueID, index) => (
