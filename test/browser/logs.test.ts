@@ -3,7 +3,7 @@
  * services, searched with the filter form, followed while new lines arrive, and grouped into patterns.
  */
 import type { Locator, Page } from 'playwright-core';
-import { createProjectInBrowser, review, showsText, signUpInBrowser, startDashboard, unexpectedProblems, type Dashboard } from '../support/browser.js';
+import { createProjectInBrowser, review, showsText, signUpInBrowser, startDashboard, timeToData, unexpectedProblems, type Dashboard } from '../support/browser.js';
 import { PASSWORD, uniqueEmail } from '../support/factories/accounts.js';
 import { hex, nanos } from '../support/factories/telemetry.js';
 
@@ -92,6 +92,7 @@ describe('the logs page', () => {
     await showsText(row('User 51 logged in from 10.0.0.51'), 'auth');
     expect(await lineTable().getByRole('row').count()).toBe(1 + 50);
     expect(await review(page, 'logs')).toEqual([]);
+    console.log(`/logs shows its lines ${await timeToData(page, `/logs?project=${projectId}`, () => row('Payment declined for order 1001'))} ms after navigation`);
   }, 90_000);
 
   test('a line opens to its attributes, and an attribute narrows the search to the lines that have it', async () => {
@@ -156,7 +157,7 @@ describe('the logs page', () => {
   test('following shows a line sent after the page opened at the top, without reloading', async () => {
     await page.goto(`/logs?project=${projectId}`);
     await row('Payment declined').waitFor();
-    await page.evaluate(() => ((window as unknown as { notReloaded: boolean }).notReloaded = true));
+    await page.evaluate(() => ((globalThis as unknown as { notReloaded: boolean }).notReloaded = true));
     const follow = page.getByRole('button', { name: 'Follow' });
     expect(await follow.getAttribute('aria-pressed')).toBe('false');
     await follow.click();
@@ -167,7 +168,7 @@ describe('the logs page', () => {
     await row(body).waitFor(TELEMETRY_WAIT);
     expect(await lineTable().getByRole('row').nth(1).textContent()).toContain(body);
     await showsText(row(body), 'new');
-    expect(await page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).toBe(true);
+    expect(await page.evaluate(() => (globalThis as unknown as { notReloaded?: boolean }).notReloaded)).toBe(true);
     await follow.click();
     await page.getByRole('button', { name: 'Follow', pressed: false }).waitFor();
     await page.waitForURL((url) => !url.searchParams.has('follow'));
@@ -188,6 +189,7 @@ describe('the log patterns page', () => {
     await surge.waitFor(TELEMETRY_WAIT);
     await showsText(surge, 'new pattern');
     expect(await review(page, 'log-patterns')).toEqual([]);
+    console.log(`/logs/patterns shows its patterns ${await timeToData(page, `/logs/patterns?project=${projectId}`, () => shape)} ms after navigation`);
     await page.getByRole('link', { name: 'Lines', exact: true }).click();
     await page.waitForURL((url) => url.pathname === '/logs');
     await row('Payment declined').waitFor();
