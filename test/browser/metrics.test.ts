@@ -98,35 +98,40 @@ describe('metrics and anomalies', () => {
     expect(await review(page, 'metrics-names')).toEqual([]);
 
     // pick the gauge: a chart, and all services combined in one line
-    await page.getByLabel('Metric', { exact: true }).selectOption('queue.depth');
+    await page.getByRole('combobox', { name: /^Metric/ }).selectOption('queue.depth');
     await page.waitForURL(/[?&]name=queue\.depth/);
     await page.locator('figure canvas').first().waitFor({ timeout: 15_000 });
     await latestOf(page, 'All services').waitFor();
 
-    // a day's window in one step: each service's line averages its ten points, then takes their max
-    await page.getByLabel('Step').selectOption({ label: '24 h' });
-    await page.waitForURL(/[?&]step=86400/);
+    // a line per service, each drawn and listed
     for (const service of ['checkout', 'payments']) {
       await page.getByRole('textbox', { name: /^Service/ }).fill(service);
       await page.getByRole('button', { name: 'Add line' }).click();
     }
     await page.waitForURL(/service=checkout&service=payments/);
+    await latestOf(page, 'payments').waitFor({ timeout: 15_000 });
+    expect(await latestOf(page, 'All services').count()).toBe(0);
+    expect(await page.getByRole('img', { name: /queue\.depth.*: checkout, payments over time/ }).isVisible()).toBe(true);
+    expect(await review(page, 'metrics-series')).toEqual([]);
+
+    // a day's window in one step: each service's line averages its ten points, then takes their max
+    await page.getByRole('combobox', { name: /^Step/ }).selectOption({ label: '24 h' });
+    await page.waitForURL(/[?&]step=86400/);
     await showsText(latestOf(page, 'checkout'), '14.5 messages', 15_000);
     await showsText(latestOf(page, 'payments'), '104.5 messages', 15_000);
     expect(await page.getByRole('option', { name: /p95/ }).isDisabled()).toBe(true);
-    await page.getByLabel('Aggregation').selectOption('max');
+    await page.getByRole('combobox', { name: /^Aggregation/ }).selectOption('max');
     await page.waitForURL(/[?&]aggregation=max/);
     await showsText(latestOf(page, 'checkout'), '19 messages', 15_000);
     await showsText(latestOf(page, 'payments'), '109 messages', 15_000);
     expect(await page.getByRole('table', { name: 'Latest max of each line' }).isVisible()).toBe(true);
-    expect(await review(page, 'metrics-series')).toEqual([]);
 
     // the counter's cumulative totals add up to their increase; an attribute filter narrows every line
-    await page.getByLabel('Metric', { exact: true }).selectOption('orders.placed');
+    await page.getByRole('combobox', { name: /^Metric/ }).selectOption('orders.placed');
     await page.waitForURL((url) => url.searchParams.get('name') === 'orders.placed' && !url.searchParams.has('aggregation'));
     await showsText(latestOf(page, 'checkout'), '30 orders', 15_000);
     await showsText(latestOf(page, 'payments'), '15 orders', 15_000);
-    await page.getByRole('textbox', { name: /^Attribute filter/ }).fill('region:us');
+    await page.getByRole('combobox', { name: /^Attribute filter/ }).fill('region:us');
     await page.getByRole('button', { name: 'Add filter' }).click();
     await page.waitForURL(/attribute=region%3Aus/);
     await page.getByRole('heading', { name: 'No points in this window' }).waitFor();
@@ -134,7 +139,7 @@ describe('metrics and anomalies', () => {
     await showsText(latestOf(page, 'checkout'), '30 orders', 15_000);
 
     // the histogram: its p95 by default, interpolated inside the (100, 250] bucket
-    await page.getByLabel('Metric', { exact: true }).selectOption('checkout.duration');
+    await page.getByRole('combobox', { name: /^Metric/ }).selectOption('checkout.duration');
     await page.getByRole('table', { name: 'Latest p95 of each line' }).waitFor({ timeout: 15_000 });
     const p95 = Number((await latestOf(page, 'checkout').getByRole('cell').nth(1).textContent())!.replace(/[^\d.]/g, ''));
     expect(p95).toBeGreaterThan(100);
@@ -153,7 +158,7 @@ describe('metrics and anomalies', () => {
     await showsText(errorRate.locator('dl'), /Baseline\s*0 %/);
     expect(await review(page, 'anomalies')).toEqual([]);
 
-    await page.getByLabel('Metric').selectOption('error_rate');
+    await page.getByRole('combobox', { name: /^Metric/ }).selectOption('error_rate');
     await page.waitForURL(/[?&]metric=error_rate/);
     await throughput.waitFor({ state: 'detached' });
     expect(await errorRate.isVisible()).toBe(true);

@@ -10,11 +10,12 @@ import { useAnomalies, useServiceTraffic, type Anomaly, type AnomalyFilters } fr
 import './metrics.css';
 
 type Metric = Anomaly['metric'];
+/** `unit` is the chart's: short, since the value axis has a fixed width. */
 const METRICS: Record<Metric, { label: string; unit: string; format: (value: number) => string }> = {
-  throughput: { label: 'Throughput', unit: 'requests/min', format: (value) => `${formatNumber(value)} requests/min` },
+  throughput: { label: 'Throughput', unit: '/min', format: (value) => `${formatNumber(value)} requests/min` },
   error_rate: { label: 'Error rate', unit: '%', format: (value) => formatPercent(value) },
   p95_ms: { label: 'p95 latency', unit: 'ms', format: (value) => formatDuration(value) },
-  log_volume: { label: 'Log volume', unit: 'logs/min', format: (value) => `${formatNumber(value)} logs/min` },
+  log_volume: { label: 'Log volume', unit: '/min', format: (value) => `${formatNumber(value)} logs/min` },
 };
 const WINDOW_MS = 5 * 60_000;
 /** The detector judges a window against the 12 before it: the chart shows those and what followed. */
@@ -157,9 +158,9 @@ function AnomalyCard({ anomaly }: { anomaly: Anomaly }) {
 function TrafficAroundAnomaly({ anomaly }: { anomaly: Anomaly }) {
   const started = Date.parse(anomaly.started_at);
   const from = new Date(started - BASELINE_MS).toISOString();
-  // an open anomaly's chart runs to the current minute, so its key holds still within a minute
-  const end = anomaly.ended_at ? Math.min(Date.parse(anomaly.ended_at) + 3 * WINDOW_MS, Date.now()) : Math.ceil(Date.now() / 60_000) * 60_000;
-  const to = new Date(Math.max(end, started + WINDOW_MS)).toISOString();
+  // whole windows only, up to three after the anomaly ended (or now): a partial last window would look like a drop
+  const end = Math.min(anomaly.ended_at ? Date.parse(anomaly.ended_at) + 3 * WINDOW_MS : Infinity, Date.now());
+  const to = new Date(started - BASELINE_MS + Math.max(13, Math.floor((end - started + BASELINE_MS) / WINDOW_MS)) * WINDOW_MS).toISOString();
   const traffic = useServiceTraffic(anomaly.project_id, from, to);
   const metric = METRICS[anomaly.metric];
 

@@ -172,7 +172,7 @@ function MetricView({ name, metric, project }: { name: string; metric: MetricNam
         </ul>
       )}
       <QueryView query={series} loadingLabel="Loading the series…">
-        {(lines) => <SeriesView name={name} lines={lines} />}
+        {(lines) => <SeriesView lines={lines} />}
       </QueryView>
     </>
   );
@@ -209,8 +209,10 @@ function AddToList({ label, action, hint, keys, onAdd }: { label: string; action
 }
 
 /** The lines on one chart (their steps on one time axis), and the latest value of each in a table. */
-function SeriesView({ name, lines }: { name: string; lines: Array<{ service: string | undefined; answer: MetricSeries }> }) {
+function SeriesView({ lines }: { lines: Array<{ service: string | undefined; answer: MetricSeries }> }) {
   const first = lines[0]!.answer;
+  // while another metric loads, the previous one stays on screen under its own name
+  const name = first.name;
   const unit = unitOf(first.type, first.unit, first.aggregation);
   // built once per answer: the chart redraws only when the data does, however long the series
   const chart = useMemo(() => {
@@ -255,16 +257,17 @@ function SeriesView({ name, lines }: { name: string; lines: Array<{ service: str
         <p className="muted small">
           {first.type.replace('_', ' ')} · {first.aggregation} per {formatDuration(first.step * 1000)} step{unit ? ` · ${unit}` : ''} · {formatTime(first.from)} to {formatTime(first.to)}
         </p>
-        <TimeSeriesChart title={`${name}, ${first.aggregation} per step`} times={chart.times} series={chart.series} unit={unit} height={280} />
+        {/* the chart's value axis has a fixed width: a long unit would cut its numbers off, and is named just above */}
+        <TimeSeriesChart title={`${name}, ${first.aggregation} per step`} times={chart.times} series={chart.series} unit={unit.length <= 4 ? unit : ''} height={280} />
       </section>
       <Table
         caption={`Latest ${first.aggregation} of each line`}
         rows={latest}
         rowKey={(row) => row.label}
         columns={[
-          { header: 'Line', cell: (row) => <span className="wrap-anywhere">{row.label}</span> },
+          { header: 'Line', cell: (row) => row.label },
           { header: 'Latest', numeric: true, cell: (row) => show(row.latest?.value) },
-          { header: 'At', cell: (row) => <span className="nowrap">{formatTime(row.latest?.t)}</span> },
+          { header: 'Step start', cell: (row) => <span className="nowrap">{formatTime(row.latest?.t)}</span> },
           { header: 'Lowest step', numeric: true, cell: (row) => show(row.low) },
           { header: 'Highest step', numeric: true, cell: (row) => show(row.high) },
           { header: 'Steps with data', numeric: true, cell: (row) => formatCount(row.steps) },
