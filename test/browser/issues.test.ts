@@ -202,7 +202,9 @@ describe('the issue page', () => {
     await showsText(page.getByRole('region', { name: 'Release and environment' }), 'shop@2.3.1');
     await showsText(page.getByRole('region', { name: 'Release and environment' }), 'staging');
     await showsText(page.getByRole('region', { name: 'Contexts' }), 'v20.11.0');
-    await expect(page.getByRole('table', { name: 'Events of this issue, newest first' }).getByRole('row').count()).resolves.toBe(3);
+    const events = page.getByRole('table', { name: 'Events of this issue, newest first' }).getByRole('row');
+    await events.nth(2).waitFor();
+    await expect(events.count()).resolves.toBe(3);
     await showsText(page.getByRole('table', { name: 'End users who met this issue' }), 'ada@example.com');
     await page.getByRole('img', { name: /Events of this issue over time/ }).waitFor();
     expect(await review(page, 'issue')).toEqual([]);

@@ -147,7 +147,7 @@ function IssueEvents({ issueID }: { issueID: string }) {
   const cursor = get('cursor');
   const events = useIssueEvents(issueID, EVENTS_PAGE, cursor);
   return (
-    <section className="panel" aria-labelledby="issue-events">
+    <section className="panel issue-events" aria-labelledby="issue-events">
       <h2 id="issue-events">Events</h2>
       <QueryView query={events} loadingLabel="Loading events…" isEmpty={(page) => page.data.length === 0} empty={<p className="muted">No events are stored for this issue any more.</p>}>
         {(page) => (
