@@ -218,6 +218,49 @@ describe('an issue’s occurrences', () => {
   });
 });
 
+describe('an issue over time, and what led to it', () => {
+  test('events per hour come from the counts written with each batch, and a retried batch adds nothing', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const hour = 3_600_000;
+    const thisHour = Math.floor(Date.now() / hour) * hour;
+    // three events two hours ago, one an hour ago, two in this hour
+    const times = [thisHour - 2 * hour + 60_000, thisHour - 2 * hour + 120_000, thisHour - 2 * hour + 180_000, thisHour - hour + 1_000, thisHour + 1_000, thisHour + 2_000].map((ms) => Math.min(ms, Date.now()));
+    const sent = times.map((ms) => errorEvent({ timestamp: ms / 1000 }, { type: 'HourlyError' }));
+    const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: (event.timestamp as number) * 1000, event } });
+    await ingestErrorEvents(sent.slice(0, 4).map(item), 'hourly-1');
+    await ingestErrorEvents(sent.slice(4).map(item), 'hourly-2');
+    await ingestErrorEvents(sent.slice(4).map(item), 'hourly-2');
+    const [issue] = (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data;
+    expect(issue).not.toHaveProperty('hourly');
+    const series = await owner.client.get(`/v1/issues/${issue.id}/series?from=${new Date(thisHour - 3 * hour).toISOString()}&to=${new Date(thisHour + 30 * 60_000).toISOString()}`);
+    expect(series.status).toBe(200);
+    expect(series.body).toEqual({
+      step_seconds: 3600,
+      data: [0, 3, 1, 2].map((events, index) => ({ time: new Date(thisHour - (3 - index) * hour).toISOString(), events })),
+    });
+    const other = await signUp(h, 'stranger');
+    expect((await other.client.get(`/v1/issues/${issue.id}/series`)).body.code).toBe('not_found');
+    expect((await owner.client.get(`/v1/issues/${issue.id}/series?from=yesterday`)).body.code).toBe('validation_failed');
+  });
+
+  test('an event answers its breadcrumbs oldest first, in either form the SDKs send, with times as ISO-8601', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    // whole seconds: a fraction of a millisecond would round differently here and in the service
+    const at = Math.floor(Date.now() / 1000);
+    await send(
+      project,
+      errorEvent({ breadcrumbs: { values: [{ timestamp: at - 2, category: 'http', type: 'http', level: 'info', data: { method: 'GET', url: '/cart', status_code: 200 } }, { timestamp: new Date((at - 1) * 1000).toISOString(), category: 'ui.click', message: 'button#checkout' }, 'not a crumb'] } }, { type: 'CrumbError' }),
+    );
+    const [issue] = await issuesOnceCounted(owner, project, 1);
+    const { latest_event: event } = (await owner.client.get(`/v1/issues/${issue.id}`)).body;
+    expect(event.breadcrumbs).toEqual([
+      { timestamp: new Date((at - 2) * 1000).toISOString(), type: 'http', category: 'http', level: 'info', message: null, data: { method: 'GET', url: '/cart', status_code: 200 } },
+      { timestamp: new Date((at - 1) * 1000).toISOString(), type: null, category: 'ui.click', level: null, message: 'button#checkout', data: null },
+    ]);
+  });
+});
+
 describe('status changes', () => {
   let project: ProjectWithDsn;
   beforeAll(async () => {

@@ -3,8 +3,8 @@ import type { BlobStore } from '../../shared/clients/blob.js';
 import { createSymbolicator } from '../../shared/features/artifacts/symbolicate.js';
 import { feedbackJson, listFeedbackQuery, submitFeedbackBody } from '../../shared/features/feedback/schemas.js';
 import { listFeedback, submitFeedback } from '../../shared/features/feedback/service.js';
-import { eventJson, issueDetailJson, issueJson, listIssuesQuery, updateIssueBody } from '../../shared/features/issues/schemas.js';
-import { getIssue, listIssueEvents, listIssues, updateIssueStatus } from '../../shared/features/issues/service.js';
+import { eventJson, issueDetailJson, issueJson, issueSeriesJson, issueSeriesQuery, listIssuesQuery, updateIssueBody } from '../../shared/features/issues/schemas.js';
+import { getIssue, issueSeries, listIssueEvents, listIssues, updateIssueStatus } from '../../shared/features/issues/service.js';
 import { endUserJson, listEndUsers } from '../../shared/features/users/service.js';
 import { pageQuery } from '../../shared/paging.js';
 import { viewQuery, viewScope } from '../../shared/views.js';
@@ -46,6 +46,20 @@ export const issueRoutes = (blobs: BlobStore) => {
       query: z.object(pageQuery),
       response: listOf(eventJson),
       handler: ({ principal, params, query }) => listIssueEvents(principal.orgId, params.issueID, query, symbolicator),
+    }),
+    defineRoute({
+      method: 'get',
+      path: '/v1/issues/{issueID}/series',
+      tag: 'Issues',
+      summary: "The issue's events per hour of the window (default: the last 24 h), counted as the workers store them.",
+      access: 'member',
+      params: issueParams,
+      query: issueSeriesQuery,
+      response: issueSeriesJson,
+      handler: async ({ principal, params, query }) => {
+        const { from, to } = await viewScope(principal.orgId, query);
+        return issueSeries(principal.orgId, params.issueID, { from, to });
+      },
     }),
     defineRoute({
       method: 'patch',

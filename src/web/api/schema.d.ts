@@ -120,6 +120,10 @@ export interface paths {
     /** Occurrences of an issue, newest first: in the order they were counted, a page of 100 at a time, and by their own timestamp within a page. */
     get: operations["getV1IssuesIssueIDEvents"];
   };
+  "/v1/issues/{issueID}/series": {
+    /** The issue's events per hour of the window (default: the last 24 h), counted as the workers store them. */
+    get: operations["getV1IssuesIssueIDSeries"];
+  };
   "/v1/users": {
     /** End users seen in telemetry within the window, most recent first. */
     get: operations["getV1Users"];
@@ -1547,6 +1551,16 @@ export interface operations {
               contexts: {
                 [key: string]: unknown;
               };
+              breadcrumbs: ({
+                  timestamp: string | null;
+                  type: string | null;
+                  category: string | null;
+                  level: string | null;
+                  message: string | null;
+                  data: {
+                    [key: string]: unknown;
+                  } | null;
+                })[];
               extra: {
                 [key: string]: unknown;
               };
@@ -1693,6 +1707,16 @@ export interface operations {
                 contexts: {
                   [key: string]: unknown;
                 };
+                breadcrumbs: ({
+                    timestamp: string | null;
+                    type: string | null;
+                    category: string | null;
+                    level: string | null;
+                    message: string | null;
+                    data: {
+                      [key: string]: unknown;
+                    } | null;
+                  })[];
                 extra: {
                   [key: string]: unknown;
                 };
@@ -1706,6 +1730,39 @@ export interface operations {
                 symbolication_errors: string[];
               })[];
             next_cursor: string | null;
+          };
+        };
+      };
+      /** @description Error (CONTRACT.md codes) */
+      default: {
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  /** The issue's events per hour of the window (default: the last 24 h), counted as the workers store them. */
+  getV1IssuesIssueIDSeries: {
+    parameters: {
+      query?: {
+        from?: string;
+        to?: string;
+      };
+      path: {
+        issueID: string;
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        content: {
+          "application/json": {
+            /** @constant */
+            step_seconds: 3600;
+            data: {
+                time: string;
+                events: number;
+              }[];
           };
         };
       };

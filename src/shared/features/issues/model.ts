@@ -31,6 +31,11 @@ const issueSchema = new Schema({
   latestEventId: { type: String, default: null },
   resolvedAt: { type: Date, default: null },
   regressedAt: { type: Date, default: null },
+  /**
+   * Events counted per hour, keyed `h<hours since the epoch>`, written in the same update as the count:
+   * the issue's events over time, read without touching its events.
+   */
+  hourly: { type: Schema.Types.Mixed, default: undefined },
   /** The release of the issue's first event: the release it is new in. */
   firstRelease: { type: String, default: null },
   /** An ignored issue reopens once this time passes… */

@@ -93,6 +93,17 @@ export const eventJson = z.object({
   /** Oldest first, as Sentry orders a chain; each with its frames, crashing frame last. */
   exception: z.array(z.object({ type: z.string().nullable(), value: z.string().nullable(), mechanism: z.record(z.string(), z.unknown()).nullable(), frames: z.array(frameJson) })),
   contexts: z.record(z.string(), z.unknown()),
+  /** What happened before the event, oldest first, as the SDK recorded it (at most the newest 100). */
+  breadcrumbs: z.array(
+    z.object({
+      timestamp: z.string().nullable(),
+      type: z.string().nullable(),
+      category: z.string().nullable(),
+      level: z.string().nullable(),
+      message: z.string().nullable(),
+      data: z.record(z.string(), z.unknown()).nullable(),
+    }),
+  ),
   /** The event's `extra` (Sentry's "Additional data"), as sent. */
   extra: z.record(z.string(), z.unknown()),
   request: z.record(z.string(), z.unknown()).nullable(),
@@ -101,6 +112,14 @@ export const eventJson = z.object({
   symbolicated: z.boolean().nullable(),
   /** Why frames were not resolved, e.g. `no source map for https://cdn.example.com/app.min.js with release shop@1.2.0`. */
   symbolication_errors: z.array(z.string()),
+});
+
+export const issueSeriesQuery = z.object({ from: viewQuery.from, to: viewQuery.to });
+
+/** An issue's events per hour of a window, from the counts written with each batch. */
+export const issueSeriesJson = z.object({
+  step_seconds: z.literal(3600),
+  data: z.array(z.object({ time: z.string(), events: z.number().int() })),
 });
 
 export const issueDetailJson = issueJson.extend({ latest_event: eventJson.nullable() });

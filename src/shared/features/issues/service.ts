@@ -221,7 +221,7 @@ async function countIntoIssue(
     },
     $min: { firstSeen: events.reduce((a, b) => (b.at < a.at ? b : a)).at },
     $max: { lastSeen: newest.at, lastPage },
-    $inc: { eventCount: events.length, userCount: newUsers },
+    $inc: { eventCount: events.length, userCount: newUsers, ...hourlyIncrements(events) },
     $addToSet: { environments: { $each: environments }, releases: { $each: releases } },
   });
   const id = newest.issueId;
@@ -250,6 +250,30 @@ async function countIntoIssue(
       state = await readCountedState(id);
     }
   });
+}
+
+const HOUR_MS = 3_600_000;
+const hourKey = (hour: number) => `h${hour}`;
+
+/** One `$inc` per hour the batch's events happened in: the issue's events over time. */
+function hourlyIncrements(events: ReadonlyArray<{ at: Date }>): Record<string, number> {
+  const increments: Record<string, number> = {};
+  for (const { at } of events) {
+    const path = `hourly.${hourKey(Math.floor(at.getTime() / HOUR_MS))}`;
+    increments[path] = (increments[path] ?? 0) + 1;
+  }
+  return increments;
+}
+
+/** The issue's events per hour of the window (hours before the counts were kept read 0). */
+export async function issueSeries(orgId: Types.ObjectId, issueId: string, window: { from: Date; to: Date }) {
+  const issue = await findIssue(orgId, issueId);
+  const hourly = (issue.hourly ?? {}) as Record<string, number>;
+  const data = [];
+  for (let hour = Math.floor(window.from.getTime() / HOUR_MS); hour <= Math.floor(window.to.getTime() / HOUR_MS); hour++) {
+    data.push({ time: new Date(hour * HOUR_MS).toISOString(), events: hourly[hourKey(hour)] ?? 0 });
+  }
+  return { step_seconds: 3600 as const, data };
 }
 
 /**
@@ -457,6 +481,23 @@ function frameJsonOf(frame: Record<string, unknown>) {
   };
 }
 
+/** A breadcrumb's time: Sentry sends epoch seconds (with fractions) or ISO-8601 text. */
+const crumbTime = (value: unknown) => {
+  const time = typeof value === 'number' ? new Date(value * 1000) : typeof value === 'string' ? new Date(value) : undefined;
+  return time && !Number.isNaN(time.getTime()) ? time.toISOString() : null;
+};
+
+/** Sentry's breadcrumbs, a list or `{values: [...]}`, oldest first; the newest 100 (the SDKs' own default). */
+function breadcrumbsOf(event: Record<string, unknown>) {
+  const crumbs = Array.isArray(event.breadcrumbs) ? event.breadcrumbs : obj(event.breadcrumbs)?.values;
+  if (!Array.isArray(crumbs)) return [];
+  return crumbs.slice(-100).flatMap((value) => {
+    const crumb = obj(value);
+    if (!crumb) return [];
+    return [{ timestamp: crumbTime(crumb.timestamp), type: str(crumb.type), category: str(crumb.category), level: str(crumb.level), message: str(crumb.message), data: obj(crumb.data) }];
+  });
+}
+
 function eventJsonOf(doc: ErrorEventDoc, event: Record<string, unknown> = obj(JSON.parse(doc.data)) ?? {}): z.infer<typeof eventJson> {
   const sentry = event as SentryEventLike;
   const logentry = obj(event.logentry);
@@ -475,6 +516,7 @@ function eventJsonOf(doc: ErrorEventDoc, event: Record<string, unknown> = obj(JS
     transaction: str(event.transaction),
     user: obj(event.user),
     tags: tagsOf(event),
+    breadcrumbs: breadcrumbsOf(event),
     exception: exceptions.map((exception, index) => ({
       type: str(exception.type),
       value: str(exception.value),
@@ -502,7 +544,7 @@ export async function listIssues(scope: ViewScope, query: z.infer<typeof listIss
     ...(query.level && { level: query.level }),
     ...(escaped && { $or: [{ title: { $regex: escaped, $options: 'i' } }, { culprit: { $regex: escaped, $options: 'i' } }] }),
   };
-  const page = await paginate(Issue, filter, { sortField: issueSorts[query.sort], direction: -1, limit: query.limit, cursor: query.cursor, projection: { countedBatches: 0 } });
+  const page = await paginate(Issue, filter, { sortField: issueSorts[query.sort], direction: -1, limit: query.limit, cursor: query.cursor, projection: { countedBatches: 0, hourly: 0 } });
   return { data: page.items.map((issue) => issueJsonOf(issue as IssueDoc)), next_cursor: page.nextCursor };
 }
 
