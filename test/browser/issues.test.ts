@@ -84,7 +84,7 @@ const checkoutError = () =>
 const rows = (within: Page) => within.getByRole('table').getByRole('row');
 const issueLink = (within: Page, title: string | RegExp) => within.getByRole('link', { name: title });
 /** Waits until the list shows `count` issues (it keeps the previous rows on screen until the next answer). */
-const listsIssues = (within: Page, count: number) => within.waitForFunction((expected) => document.querySelectorAll('tbody tr').length === expected, count, { timeout: TELEMETRY_WAIT });
+const listsIssues = (within: Page, count: number) => within.waitForFunction(`document.querySelectorAll('tbody tr').length === ${count}`, undefined, { timeout: TELEMETRY_WAIT });
 const listUrl = () => `/issues?project=${projectId}`;
 
 describe('the issue list', () => {
@@ -154,8 +154,8 @@ describe('the issue list', () => {
     const reference = issueLink(page, /^SeedError10:/);
     await reference.waitFor({ timeout: TELEMETRY_WAIT });
     await reference.scrollIntoViewIfNeeded();
-    await page.evaluate(() => window.scrollBy(0, 200));
-    const scrolled = await page.evaluate(() => window.scrollY);
+    await page.evaluate('window.scrollBy(0, 200)');
+    const scrolled = (await page.evaluate('window.scrollY')) as number;
     expect(scrolled).toBeGreaterThan(0);
     const before = (await reference.boundingBox())!.y;
     // the same table element must survive the refresh: no loading state replaced it
@@ -166,7 +166,7 @@ describe('the issue list', () => {
 
     await expect(page.getByRole('table').getAttribute('data-before-refresh')).resolves.toBe('');
     expect(Math.abs((await reference.boundingBox())!.y - before)).toBeLessThanOrEqual(2);
-    expect(await page.evaluate(() => window.scrollY)).toBeGreaterThanOrEqual(scrolled);
+    expect(await page.evaluate('window.scrollY')).toBeGreaterThanOrEqual(scrolled);
   }, 60_000);
 });
 

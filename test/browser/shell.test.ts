@@ -51,7 +51,7 @@ describe('a new user', () => {
     const { dsn } = await createProjectInBrowser(page, 'checkout-web');
     expect(dsn).toMatch(new RegExp(`^http://[0-9a-f]+@localhost:${new URL(dashboard.ingestUrl).port}/\\d+$`));
     await page.getByRole('button', { name: 'Copy DSN' }).click();
-    expect(await page.evaluate(() => navigator.clipboard.readText())).toBe(dsn);
+    expect(await page.evaluate('navigator.clipboard.readText()')).toBe(dsn);
     await page.getByText('Waiting for the first event').waitFor();
     await page.getByLabel('SDK').selectOption({ label: 'Python (sentry_sdk)' });
     await page.getByText(`dsn="${dsn}"`).waitFor();

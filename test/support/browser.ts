@@ -102,10 +102,7 @@ export const unexpectedProblems = (dashboard: Dashboard, allowed: RegExp[] = [])
 /** axe-core's serious and critical violations on the page as it is now (CSP does not apply to evaluation). */
 export async function accessibilityViolations(page: Page): Promise<string[]> {
   await page.evaluate(axeSource);
-  const result = await page.evaluate(async () => {
-    const axe = (window as unknown as { axe: { run: (context: Document, options: object) => Promise<{ violations: Array<{ id: string; impact: string; help: string; nodes: Array<{ target: string[] }> }> }> } }).axe;
-    return axe.run(document, { resultTypes: ['violations'] });
-  });
+  const result = (await page.evaluate("axe.run(document, { resultTypes: ['violations'] })")) as { violations: Array<{ id: string; impact: string; help: string; nodes: Array<{ target: string[] }> }> };
   return result.violations
     .filter((violation) => violation.impact === 'serious' || violation.impact === 'critical')
     .map((violation) => `${violation.id} (${violation.impact}): ${violation.help} at ${violation.nodes.map((node) => node.target.join(' ')).slice(0, 5).join(', ')}`);
