@@ -84,7 +84,13 @@ const checkoutError = () =>
 const rows = (within: Page) => within.getByRole('table').getByRole('row');
 const issueLink = (within: Page, title: string | RegExp) => within.getByRole('link', { name: title });
 /** Waits until the list shows `count` issues (it keeps the previous rows on screen until the next answer). */
-const listsIssues = (within: Page, count: number) => within.waitForFunction(`document.querySelectorAll('tbody tr').length === ${count}`, undefined, { timeout: TELEMETRY_WAIT });
+const listsIssues = async (within: Page, count: number) => {
+  const deadline = Date.now() + TELEMETRY_WAIT;
+  while ((await within.locator('tbody tr').count()) !== count) {
+    if (Date.now() > deadline) throw new Error(`the list never showed ${count} issues`);
+    await within.waitForTimeout(100);
+  }
+};
 const listUrl = () => `/issues?project=${projectId}`;
 
 describe('the issue list', () => {
@@ -206,7 +212,9 @@ describe('the issue page', () => {
     await events.nth(2).waitFor();
     await expect(events.count()).resolves.toBe(3);
     await showsText(page.getByRole('table', { name: 'End users who met this issue' }), 'ada@example.com');
-    await page.getByRole('img', { name: /Events of this issue over time/ }).waitFor();
+    await showsText(page.getByRole('table', { name: /Breadcrumbs of the latest event/ }).getByRole('row').filter({ hasText: 'http' }), 'POST /api/basket');
+    // both events happened in this hour: the chart's last hour holds them
+    await page.getByRole('img', { name: /Events of this issue per hour/ }).waitFor();
     expect(await review(page, 'issue')).toEqual([]);
   }, 90_000);
 

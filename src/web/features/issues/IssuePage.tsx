@@ -5,32 +5,17 @@ import { ErrorNotice, QueryView } from '../../components/states';
 import { Pager, Table } from '../../components/Table';
 import { TimeSeriesChart } from '../../components/TimeSeriesChart';
 import { formatCount, formatTime } from '../../lib/format';
-import { useQueryParams, useTimeWindow, windowBounds, type TimeWindow } from '../../lib/url-state';
-import { useChangeIssueStatus, useFeedbackSince, useIssue, useIssueEvents, type Issue, type IssueEvent } from './api';
+import { useQueryParams, useTimeWindow } from '../../lib/url-state';
+import { useChangeIssueStatus, useFeedbackSince, useIssue, useIssueEvents, useIssueSeries, type Issue, type IssueEvent } from './api';
 import { LevelBadge, SeenAt, StatusBadge } from './parts';
 import { StackFrames } from './StackFrames';
+import { Breadcrumbs } from './Breadcrumbs';
 import { EventContext } from './EventContext';
 import './issues.css';
 
-/** How many of the newest events the chart, the end users and the feedback are drawn from. */
+/** How many of the newest events the end users and the feedback are drawn from. */
 const RECENT_EVENTS = 200;
 const EVENTS_PAGE = 25;
-
-/** The API has no per-issue histogram: the newest events' own times, counted into about 48 steps of the window. */
-function eventsOverTime(events: IssueEvent[], window: TimeWindow) {
-  const { from, to } = windowBounds(window);
-  const start = Date.parse(from);
-  const end = Date.parse(to);
-  const step = Math.max(1000, Math.ceil((end - start) / 48 / 1000) * 1000);
-  const first = Math.floor(start / step) * step;
-  const times = Array.from({ length: Math.floor((end - first) / step) + 1 }, (_, index) => first + index * step);
-  const counts: number[] = times.map(() => 0);
-  for (const event of events) {
-    const at = Date.parse(event.timestamp);
-    if (at >= first && at <= end) counts[Math.floor((at - first) / step)]! += 1;
-  }
-  return { times, series: [{ label: 'Events', values: counts }] };
-}
 
 /** The end users among events: one row per person, however the SDK named them. */
 function usersOf(events: IssueEvent[]) {
@@ -130,14 +115,17 @@ function IssueSummary({ issue }: { issue: Issue }) {
   );
 }
 
-function EventsChart({ events, total }: { events: IssueEvent[]; total: number }) {
+function EventsChart({ issueID }: { issueID: string }) {
   const window = useTimeWindow();
-  const { times, series } = useMemo(() => eventsOverTime(events, window), [events, window]);
+  const series = useIssueSeries(issueID, window);
+  const chart = useMemo(() => {
+    const points = series.data?.data ?? [];
+    return { times: points.map((point) => Date.parse(point.time)), series: [{ label: 'Events per hour', values: points.map((point) => point.events) }] };
+  }, [series.data]);
   return (
     <section className="panel" aria-labelledby="events-over-time">
       <h2 id="events-over-time">Events over time</h2>
-      <TimeSeriesChart title="Events of this issue over time" times={times} series={series} unit="events" height={180} />
-      {total > events.length && <p className="small muted">Drawn from the newest {formatCount(events.length)} of {formatCount(total)} events.</p>}
+      <QueryView query={series}>{() => <TimeSeriesChart title="Events of this issue per hour" times={chart.times} series={chart.series} unit="events" height={180} />}</QueryView>
     </section>
   );
 }
@@ -244,7 +232,7 @@ function IssueDetail({ issue }: { issue: Issue }) {
       <PageHeader title={issue.title} description={issue.culprit ?? undefined} actions={<StatusActions issue={issue} />} />
       <IssueSummary issue={issue} />
       {recent.isError && <ErrorNotice error={recent.error} title="The issue's events did not load" />}
-      {events && <EventsChart events={events} total={issue.count} />}
+      <EventsChart issueID={issue.id} />
       {latest ? (
         <>
           <section className="panel" aria-labelledby="latest-event">
@@ -257,6 +245,7 @@ function IssueDetail({ issue }: { issue: Issue }) {
             {latest.symbolication_errors.length > 0 && <p className="notice info small">Some frames could not be source-mapped: {latest.symbolication_errors.join('; ')}</p>}
             {latest.exception.length ? <StackFrames exceptions={latest.exception} /> : <p className="muted small">This event carries no exception.</p>}
           </section>
+          <Breadcrumbs event={latest} />
           <EventContext event={latest} />
         </>
       ) : (

@@ -29,6 +29,13 @@ export const useIssue = (issueID: string) =>
     queryFn: ({ signal }) => read(api().GET('/v1/issues/{issueID}', { params: { path: { issueID } }, signal })),
   });
 
+/** The issue's events per hour of the window, counted as the workers store them. */
+export const useIssueSeries = (issueID: string, window: TimeWindow) =>
+  useQuery({
+    queryKey: ['issue', issueID, 'series', window],
+    queryFn: ({ signal }) => read(api().GET('/v1/issues/{issueID}/series', { params: { path: { issueID }, query: windowBounds(window) }, signal })),
+  });
+
 /** A page of the issue's events, newest first (the API takes only limit and cursor). */
 export const useIssueEvents = (issueID: string, limit: number, cursor?: string) =>
   useQuery({
