@@ -5,18 +5,7 @@
 import type { Locator, Page } from 'playwright-core';
 import { createProjectInBrowser, review, showsText, signUpInBrowser, startDashboard, timeToData, unexpectedProblems, type Dashboard } from '../support/browser.js';
 import { PASSWORD, uniqueEmail } from '../support/factories/accounts.js';
-import { hex, nanos } from '../support/factories/telemetry.js';
-
-const SEVERITY = { debug: 5, info: 9, warn: 13, error: 17 } as const;
-
-interface LogLine {
-  service: string;
-  body: string;
-  level: keyof typeof SEVERITY;
-  at: number;
-  traceId?: string;
-  attributes?: Record<string, string>;
-}
+import { hex, otlpLogs, type OtlpLogLine as LogLine } from '../support/factories/telemetry.js';
 
 let dashboard: Dashboard;
 let page: Page;
@@ -33,25 +22,7 @@ const payments: LogLine[] = [
 
 /** What an OTLP/HTTP log exporter posts, each service under a resource of its own. */
 async function sendLogs(lines: LogLine[]) {
-  const services = [...new Set(lines.map((line) => line.service))];
-  const body = {
-    resourceLogs: services.map((service) => ({
-      resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
-      scopeLogs: [
-        {
-          logRecords: lines
-            .filter((line) => line.service === service)
-            .map((line) => ({
-              timeUnixNano: nanos(line.at),
-              severityNumber: SEVERITY[line.level],
-              body: { stringValue: line.body },
-              attributes: Object.entries(line.attributes ?? {}).map(([key, value]) => ({ key, value: { stringValue: value } })),
-              ...(line.traceId && { traceId: line.traceId, spanId: hex(8) }),
-            })),
-        },
-      ],
-    })),
-  };
+  const body = otlpLogs(lines);
   const answer = await fetch(`${dashboard.ingestUrl}/v1/logs`, { method: 'POST', headers: { 'content-type': 'application/json', authorization: `Bearer ${publicKey}` }, body: JSON.stringify(body) });
   expect(answer.status).toBe(200);
 }

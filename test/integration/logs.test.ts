@@ -4,7 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { signUp, type Account } from '../support/factories/accounts.js';
-import { nanos, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { otlpLogs, projectWithDsn, type OtlpLogLine, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
 
@@ -13,19 +13,12 @@ let owner: Account;
 let project: ProjectWithDsn;
 useHarness((started) => (h = started), {}, { workers: true });
 
-const SEVERITY = { debug: 5, info: 9, warn: 13, error: 17 } as const;
 const traceId = randomBytes(16).toString('hex');
 /** Two hours ago, on the hour, plus ten minutes: the window is known exactly. */
 const t0 = Math.floor((Date.now() - 2 * 3_600_000) / 3_600_000) * 3_600_000 + 10 * 60_000;
 
-interface LogSpec {
-  service: string;
-  body: string;
-  level: keyof typeof SEVERITY;
-  at: number;
-  attributes?: Record<string, string>;
-  trace?: boolean;
-}
+/** A line of the shared shape, in this file's trace when `trace` is set. */
+type LogSpec = Omit<OtlpLogLine, 'traceId'> & { trace?: boolean };
 
 const lines: LogSpec[] = [
   { service: 'checkout', body: 'Payment declined for order 1001', level: 'error', at: t0, attributes: { 'customer.tier': 'gold' }, trace: true },
@@ -37,25 +30,7 @@ const lines: LogSpec[] = [
 ];
 
 async function send(logs: LogSpec[]) {
-  const services = [...new Set(logs.map((line) => line.service))];
-  const body = {
-    resourceLogs: services.map((service) => ({
-      resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
-      scopeLogs: [
-        {
-          logRecords: logs
-            .filter((line) => line.service === service)
-            .map((line) => ({
-              timeUnixNano: nanos(line.at),
-              severityNumber: SEVERITY[line.level],
-              body: { stringValue: line.body },
-              attributes: Object.entries(line.attributes ?? {}).map(([key, value]) => ({ key, value: { stringValue: value } })),
-              ...(line.trace && { traceId, spanId: randomBytes(8).toString('hex') }),
-            })),
-        },
-      ],
-    })),
-  };
+  const body = otlpLogs(logs.map(({ trace, ...line }) => ({ ...line, ...(trace && { traceId }) })));
   const reply = await h.ingest.request('POST', '/v1/logs', JSON.stringify(body), { 'content-type': 'application/json', authorization: `Bearer ${project.publicKey}` });
   expect(reply.status).toBe(200);
 }

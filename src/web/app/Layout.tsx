@@ -3,6 +3,7 @@ import { Navigate, NavLink, Outlet, useLocation, useMatches, useNavigate } from 
 import { ApiError } from '../api/client';
 import { EnvironmentPicker, ProjectPicker, TimeRangePicker } from '../components/pickers';
 import { ErrorNotice, Loading } from '../components/states';
+import { useCarriedSearch } from '../lib/url-state';
 import { useLogout, useMe } from '../features/auth/api';
 
 /** What a route shows in the top bar: `handle: { pickers: ['project', 'range', 'environment'] }`. */
@@ -31,9 +32,6 @@ const NAV: Array<{ group: string; links: Array<{ to: string; label: string; end?
   },
   { group: 'Setup', links: [{ to: '/onboarding', label: 'Set up a project' }] },
 ];
-
-/** Keeps the chosen project, range and environment when moving between views. */
-const CARRIED = ['project', 'range', 'from', 'to', 'environment'];
 
 function UserMenu() {
   const me = useMe();
@@ -92,6 +90,8 @@ export function Layout() {
   const location = useLocation();
   const matches = useMatches();
   const [navOpen, setNavOpen] = useState(false);
+  // the chosen project, range and environment stay chosen when moving between views
+  const suffix = useCarriedSearch();
   useEffect(() => setNavOpen(false), [location.pathname]);
   if (me.isPending) return <Loading label="Signing in…" />;
   if (me.isError) {
@@ -103,8 +103,6 @@ export function Layout() {
     );
   }
   const pickers = new Set(matches.flatMap((match) => (match.handle as RouteHandle | undefined)?.pickers ?? []));
-  const carried = new URLSearchParams([...new URLSearchParams(location.search)].filter(([key]) => CARRIED.includes(key)));
-  const suffix = carried.size ? `?${carried}` : '';
   return (
     <div className="shell">
       <aside className={`sidebar${navOpen ? ' open' : ''}`}>

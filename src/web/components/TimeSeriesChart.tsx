@@ -46,8 +46,17 @@ export function TimeSeriesChart({ title, times, series, unit = '', height = 220 
         })),
       ],
       bands: series.flatMap((item, index) => (item.bandTo === undefined ? [] : [{ series: [index + 1, item.bandTo + 1] as [number, number], fill: 'rgba(59,130,246,0.12)' }])),
-      axes: [axis, { ...axis, size: 70, values: (_plot, values) => values.map((value) => withUnit(value)) }],
-      scales: { x: { time: true } },
+      axes: [
+        axis,
+        {
+          ...axis,
+          values: (_plot, values) => values.map((value) => withUnit(value)),
+          // as wide as its longest label ("1,250 req/min" needs more room than "2 ms")
+          size: (_plot, values) => (values?.length ? Math.max(...values.map((value) => value.length)) * 7 + 18 : 50),
+        },
+      ],
+      // a single point gets an hour around it rather than a span of years
+      scales: { x: { time: true, range: (_plot, min, max) => (min === max ? [min - 1800, max + 1800] : [min, max]) } },
       cursor: { drag: { x: false, y: false } },
     };
     const data: uPlot.AlignedData = [times.map((time) => time / 1000), ...series.map((item) => item.values as (number | null)[])];

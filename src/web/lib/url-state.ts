@@ -1,5 +1,5 @@
 import { useCallback, useMemo } from 'react';
-import { useSearchParams } from 'react-router';
+import { useLocation, useSearchParams } from 'react-router';
 
 /**
  * The URL is the state of every view: filters, range, project and selection are query parameters named as
@@ -62,4 +62,15 @@ export function useTimeWindow(): TimeWindow {
 export function useScope() {
   const { get } = useQueryParams();
   return { project: get('project'), environment: get('environment') };
+}
+
+/** What stays chosen when a person moves between views: the project, the window and the environment. */
+export const SCOPE_PARAMETERS = ['project', 'range', 'from', 'to', 'environment'];
+
+/** The current URL's scope parameters (plus `extra` ones) as a `?…` suffix for links, or '' when none is set. */
+export function useCarriedSearch(extra: readonly string[] = []): string {
+  const { search } = useLocation();
+  const kept = [...SCOPE_PARAMETERS, ...extra];
+  const carried = new URLSearchParams([...new URLSearchParams(search)].filter(([key]) => kept.includes(key)));
+  return carried.size ? `?${carried}` : '';
 }

@@ -157,3 +157,38 @@ export function otlpTraces(byService: Record<string, OtlpSpan[]>) {
     })),
   };
 }
+
+export const OTLP_SEVERITY = { debug: 5, info: 9, warn: 13, error: 17 } as const;
+
+/** A log line as a test describes it: its service, text, level, time (epoch ms), attributes and trace. */
+export interface OtlpLogLine {
+  service: string;
+  body: string;
+  level: keyof typeof OTLP_SEVERITY;
+  at: number;
+  attributes?: Record<string, string>;
+  traceId?: string;
+}
+
+/** An OTLP/JSON log export body: each service's lines under a resource of its own. */
+export function otlpLogs(lines: readonly OtlpLogLine[]) {
+  const services = [...new Set(lines.map((line) => line.service))];
+  return {
+    resourceLogs: services.map((service) => ({
+      resource: { attributes: [{ key: 'service.name', value: { stringValue: service } }] },
+      scopeLogs: [
+        {
+          logRecords: lines
+            .filter((line) => line.service === service)
+            .map((line) => ({
+              timeUnixNano: nanos(line.at),
+              severityNumber: OTLP_SEVERITY[line.level],
+              body: { stringValue: line.body },
+              attributes: Object.entries(line.attributes ?? {}).map(([key, value]) => ({ key, value: { stringValue: value } })),
+              ...(line.traceId && { traceId: line.traceId, spanId: hex(8) }),
+            })),
+        },
+      ],
+    })),
+  };
+}

@@ -1,8 +1,8 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate, useSearchParams } from 'react-router';
 import { runtimeConfig } from '../../api/client';
-import { PageHeader } from '../../components/PageHeader';
 import { ErrorNotice } from '../../components/states';
+import { AuthCard } from './AuthCard';
 import { useLogin, useSsoStart } from './api';
 
 /** Where the provider's refusal codes send the browser back (`/login?sso_error=…&sso_reason=…`). */
@@ -34,43 +34,37 @@ export function LoginPage() {
   };
 
   return (
-    <main className="auth-page">
-      <div className="auth-card">
-        <span className="brand">
-          <img src="/favicon.svg" alt="" width="28" height="28" /> Sluice
-        </span>
-        <PageHeader title="Log in" />
-        {ssoError && (
-          <div className="notice error" role="alert">
-            <strong>Single sign-on was refused</strong> ({ssoError}): {ssoReason ?? SSO_ERRORS[ssoError] ?? 'the identity provider sent you back without a session.'}
-          </div>
-        )}
-        <form onSubmit={submit}>
+    <AuthCard title="Log in">
+      {ssoError && (
+        <div className="notice error" role="alert">
+          <strong>Single sign-on was refused</strong> ({ssoError}): {ssoReason ?? SSO_ERRORS[ssoError] ?? 'the identity provider sent you back without a session.'}
+        </div>
+      )}
+      <form onSubmit={submit}>
+        <label className="field">
+          <span>Email</span>
+          <input type="email" name="email" autoComplete="username" required value={email} onChange={(event) => setEmail(event.target.value)} />
+        </label>
+        {!ssoMode && (
           <label className="field">
-            <span>Email</span>
-            <input type="email" name="email" autoComplete="username" required value={email} onChange={(event) => setEmail(event.target.value)} />
+            <span>Password</span>
+            <input type="password" name="password" autoComplete="current-password" required value={password} onChange={(event) => setPassword(event.target.value)} />
           </label>
-          {!ssoMode && (
-            <label className="field">
-              <span>Password</span>
-              <input type="password" name="password" autoComplete="current-password" required value={password} onChange={(event) => setPassword(event.target.value)} />
-            </label>
-          )}
-          {login.isError && <ErrorNotice error={login.error} title="Login failed" />}
-          {sso.isError && <ErrorNotice error={sso.error} title="Single sign-on failed" />}
-          <button type="submit" className="primary" disabled={login.isPending || sso.isPending}>
-            {ssoMode ? 'Continue with SSO' : 'Log in'}
-          </button>
-        </form>
-        {runtimeConfig().sso && (
-          <button type="button" onClick={() => setSsoMode(!ssoMode)}>
-            {ssoMode ? 'Log in with a password' : 'Sign in with SSO'}
-          </button>
         )}
-        <p className="small">
-          No account yet? <Link to="/signup">Sign up</Link>
-        </p>
-      </div>
-    </main>
+        {login.isError && <ErrorNotice error={login.error} title="Login failed" />}
+        {sso.isError && <ErrorNotice error={sso.error} title="Single sign-on failed" />}
+        <button type="submit" className="primary" disabled={login.isPending || sso.isPending}>
+          {ssoMode ? 'Continue with SSO' : 'Log in'}
+        </button>
+      </form>
+      {runtimeConfig().sso && (
+        <button type="button" onClick={() => setSsoMode(!ssoMode)}>
+          {ssoMode ? 'Log in with a password' : 'Sign in with SSO'}
+        </button>
+      )}
+      <p className="small">
+        No account yet? <Link to="/signup">Sign up</Link>
+      </p>
+    </AuthCard>
   );
 }

@@ -1,7 +1,7 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate } from 'react-router';
-import { PageHeader } from '../../components/PageHeader';
 import { ErrorNotice } from '../../components/states';
+import { AuthCard } from './AuthCard';
 import { useLogin, useRegister } from './api';
 
 /** Creates an account and its organization, signs in, and starts onboarding. */
@@ -20,41 +20,35 @@ export function SignupPage() {
   };
   const error = register.error ?? login.error;
   return (
-    <main className="auth-page">
-      <div className="auth-card">
-        <span className="brand">
-          <img src="/favicon.svg" alt="" width="28" height="28" /> Sluice
-        </span>
-        <PageHeader title="Create your account" description="An organization is created with you as its owner." />
-        <form onSubmit={submit}>
-          <label className="field">
-            <span>Your name</span>
-            <input name="name" autoComplete="name" value={form.name} onChange={set('name')} />
-          </label>
-          <label className="field">
-            <span>Organization name</span>
-            <input name="organization" autoComplete="organization" value={form.organization} onChange={set('organization')} />
-          </label>
-          <label className="field">
-            <span>Email</span>
-            <input type="email" name="email" autoComplete="username" required value={form.email} onChange={set('email')} />
-          </label>
-          <label className="field">
-            <span>Password</span>
-            <input type="password" name="password" autoComplete="new-password" minLength={8} required value={form.password} onChange={set('password')} aria-describedby="password-hint" />
-            <small id="password-hint" className="muted">
-              At least 8 characters.
-            </small>
-          </label>
-          {error && <ErrorNotice error={error} title="Sign-up failed" />}
-          <button type="submit" className="primary" disabled={register.isPending || login.isPending}>
-            Create account
-          </button>
-        </form>
-        <p className="small">
-          Already have an account? <Link to="/login">Log in</Link>
-        </p>
-      </div>
-    </main>
+    <AuthCard title="Create your account" description="An organization is created with you as its owner.">
+      <form onSubmit={submit}>
+        <label className="field">
+          <span>Your name</span>
+          <input name="name" autoComplete="name" value={form.name} onChange={set('name')} />
+        </label>
+        <label className="field">
+          <span>Organization name</span>
+          <input name="organization" autoComplete="organization" value={form.organization} onChange={set('organization')} />
+        </label>
+        <label className="field">
+          <span>Email</span>
+          <input type="email" name="email" autoComplete="username" required value={form.email} onChange={set('email')} />
+        </label>
+        <label className="field">
+          <span>Password</span>
+          <input type="password" name="password" autoComplete="new-password" minLength={8} required value={form.password} onChange={set('password')} aria-describedby="password-hint" />
+          <small id="password-hint" className="muted">
+            At least 8 characters.
+          </small>
+        </label>
+        {error && <ErrorNotice error={error} title="Sign-up failed" />}
+        <button type="submit" className="primary" disabled={register.isPending || login.isPending}>
+          Create account
+        </button>
+      </form>
+      <p className="small">
+        Already have an account? <Link to="/login">Log in</Link>
+      </p>
+    </AuthCard>
   );
 }

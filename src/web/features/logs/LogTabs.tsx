@@ -1,12 +1,9 @@
-import { NavLink, useLocation } from 'react-router';
-
-/** The project and window a person chose stay chosen when switching between lines and patterns. */
-const CARRIED = ['project', 'range', 'from', 'to', 'service'];
+import { NavLink } from 'react-router';
+import { useCarriedSearch } from '../../lib/url-state';
 
 export function LogTabs() {
-  const location = useLocation();
-  const carried = new URLSearchParams([...new URLSearchParams(location.search)].filter(([key]) => CARRIED.includes(key)));
-  const suffix = carried.size ? `?${carried}` : '';
+  // the project, window and service a person chose stay chosen when switching between lines and patterns
+  const suffix = useCarriedSearch(['service']);
   return (
     <nav className="tabs" aria-label="Logs views">
       <NavLink to={`/logs${suffix}`} end>

@@ -3,6 +3,7 @@ import { Link } from 'react-router';
 import type { AnswerOf } from '../../api/client';
 import { PageHeader } from '../../components/PageHeader';
 import { EmptyState, QueryView } from '../../components/states';
+import { AttributeFilters } from '../../components/AttributeFilters';
 import { formatTime } from '../../lib/format';
 import { useQueryParams, useScope, useTimeWindow } from '../../lib/url-state';
 import { useLogLines, type LogFilters } from './api';
@@ -87,18 +88,7 @@ function LogFilterForm({ filters }: { filters: LogFilters }) {
           )}
         </div>
       </div>
-      {attributes.length > 0 && (
-        <ul className="attribute-filters" aria-label="Attribute filters">
-          {attributes.map((item) => (
-            <li key={item}>
-              <span className="mono wrap-anywhere">{item}</span>
-              <button type="button" onClick={() => update({ attribute: attributes.filter((other) => other !== item) })} aria-label={`Remove the filter ${item}`}>
-                Remove
-              </button>
-            </li>
-          ))}
-        </ul>
-      )}
+      <AttributeFilters attributes={attributes} onRemove={(remaining) => update({ attribute: remaining })} />
     </form>
   );
 }

@@ -3,8 +3,8 @@ import { PageHeader } from '../../components/PageHeader';
 import { EmptyState, QueryView } from '../../components/states';
 import { Table, type Column } from '../../components/Table';
 import { formatCount, formatDuration, formatNumber, formatPercent } from '../../lib/format';
-import { useScope, useTimeWindow } from '../../lib/url-state';
-import { servicePath, useScopeSearch, useServices, type Service } from './api';
+import { useScope, useTimeWindow, useCarriedSearch } from '../../lib/url-state';
+import { servicePath, useServices, type Service } from './api';
 import { HealthSummary } from './health';
 import './services.css';
 
@@ -12,7 +12,7 @@ export default function ServiceListPage() {
   const { project } = useScope();
   const window = useTimeWindow();
   const services = useServices(project, window);
-  const search = useScopeSearch();
+  const search = useCarriedSearch();
 
   const columns: Column<Service>[] = [
     {

@@ -4,8 +4,8 @@ import { PageHeader } from '../../components/PageHeader';
 import { EmptyState, ErrorNotice, Loading, QueryView } from '../../components/states';
 import { Table, type Column } from '../../components/Table';
 import { formatCount, formatDuration, formatPercent } from '../../lib/format';
-import { useQueryParams, useScope, useTimeWindow } from '../../lib/url-state';
-import { servicePath, useScopeSearch, useServiceMap, useServices, useServiceStructure, type MapEdge, type MapNode, type Service, type ServiceMap, type ServiceStructure } from './api';
+import { useQueryParams, useScope, useTimeWindow, useCarriedSearch } from '../../lib/url-state';
+import { servicePath, useServiceMap, useServices, useServiceStructure, type MapEdge, type MapNode, type Service, type ServiceMap, type ServiceStructure } from './api';
 import { edgeKey, ServiceMapPicture, type NodeFigures, type StructureOverlay } from './ServiceMapPicture';
 import './services.css';
 
@@ -125,7 +125,7 @@ export default function ServiceMapPage() {
   const map = useServiceMap(project, window);
   const services = useServices(project, window);
   const structure = useServiceStructure(project, window, showStructure);
-  const search = useScopeSearch();
+  const search = useCarriedSearch();
 
   const nodes = useMemo(() => new Map((map.data?.nodes ?? []).map((node) => [node.id, node])), [map.data]);
   const names = useMemo(() => new Map([...nodes].map(([id, node]) => [id, node.name])), [nodes]);

@@ -5,8 +5,8 @@ import { EmptyState, ErrorNotice, Loading, QueryView } from '../../components/st
 import { Table, type Column } from '../../components/Table';
 import { TimeSeriesChart } from '../../components/TimeSeriesChart';
 import { formatCount, formatDuration, formatNumber, formatPercent, formatTime, timeZone } from '../../lib/format';
-import { useScope, useTimeWindow } from '../../lib/url-state';
-import { servicePath, useApproaching, useEndpointSurges, useScopeSearch, useServiceDependencies, useServices, useServiceTraffic, type Approaching, type Dependency, type Service } from './api';
+import { useScope, useTimeWindow, useCarriedSearch } from '../../lib/url-state';
+import { servicePath, useApproaching, useEndpointSurges, useServiceDependencies, useServices, useServiceTraffic, type Approaching, type Dependency, type Service } from './api';
 import { HealthSummary } from './health';
 import './services.css';
 
@@ -118,7 +118,7 @@ export default function ServicePage() {
   const name = useParams().name ?? '';
   const { project } = useScope();
   const window = useTimeWindow();
-  const search = useScopeSearch();
+  const search = useCarriedSearch();
   const services = useServices(project, window);
   const dependencies = useServiceDependencies(project, window);
   const approaching = useApproaching(project, window);

@@ -1,6 +1,5 @@
 import { useCallback } from 'react';
 import { useQueries, useQuery, type UseQueryResult } from '@tanstack/react-query';
-import { useLocation } from 'react-router';
 import { api, read, type AnswerOf } from '../../api/client';
 import { windowBounds, type TimeWindow } from '../../lib/url-state';
 
@@ -76,12 +75,5 @@ export const useEndpointSurges = (project: string | undefined, service: string, 
     queryKey: ['endpoints', 'surges', project, service, window],
     queryFn: ({ signal }) => read(api().GET('/v1/endpoints/surges', { params: { query: { project, service, ...windowBounds(window) } }, signal })),
   });
-
-/** The project, range and environment of the current view, to carry into the links between service pages. */
-export function useScopeSearch(): string {
-  const { search } = useLocation();
-  const carried = new URLSearchParams([...new URLSearchParams(search)].filter(([key]) => ['project', 'range', 'from', 'to', 'environment'].includes(key)));
-  return carried.size ? `?${carried}` : '';
-}
 
 export const servicePath = (name: string, search = '') => `/services/${encodeURIComponent(name)}${search}`;

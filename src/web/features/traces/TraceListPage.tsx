@@ -3,6 +3,7 @@ import { Link } from 'react-router';
 import { PageHeader } from '../../components/PageHeader';
 import { Pager, Table, type Column } from '../../components/Table';
 import { EmptyState, QueryView } from '../../components/states';
+import { AttributeFilters } from '../../components/AttributeFilters';
 import { formatCount, formatDuration, formatTime } from '../../lib/format';
 import { useQueryParams, useScope, useTimeWindow } from '../../lib/url-state';
 import { useTraces, type TraceFilters, type TraceSummary } from './api';
@@ -120,18 +121,7 @@ function TraceFilterForm({ filters }: { filters: TraceFilters }) {
           )}
         </div>
       </div>
-      {attributes.length > 0 && (
-        <ul className="trace-attribute-filters" aria-label="Attribute filters">
-          {attributes.map((item) => (
-            <li key={item}>
-              <span className="mono wrap-anywhere">{item}</span>
-              <button type="button" onClick={() => update({ attribute: attributes.filter((other) => other !== item) })} aria-label={`Remove the filter ${item}`}>
-                Remove
-              </button>
-            </li>
-          ))}
-        </ul>
-      )}
+      <AttributeFilters attributes={attributes} onRemove={(remaining) => update({ attribute: remaining })} />
     </form>
   );
 }
