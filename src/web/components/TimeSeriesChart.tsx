@@ -56,7 +56,7 @@ export function TimeSeriesChart({ title, times, series, unit = '', height = 220 
         },
       ],
       // a single point gets an hour around it rather than a span of years
-      scales: { x: { time: true, range: (_plot, min, max) => (min === max ? [min - 1800, max + 1800] : [min, max]) } },
+      scales: { x: times.length === 1 ? { time: true, range: [times[0]! / 1000 - 1800, times[0]! / 1000 + 1800] } : { time: true } },
       cursor: { drag: { x: false, y: false } },
     };
     const data: uPlot.AlignedData = [times.map((time) => time / 1000), ...series.map((item) => item.values as (number | null)[])];
