@@ -51,13 +51,15 @@ export interface Store extends LocalServices {
 /**
  * A fresh database on the local store (`backend` picks FerretDB's backend, as LOCAL_STORE does), with the
  * service's indexes made before any service process starts, so its processes do not race to make them.
- * The bench keeps a Mongoose connection to it for counting what the workers stored.
+ * The bench keeps a Mongoose connection to it for counting what the workers stored. With `keep`, the
+ * database is not dropped first.
  */
-export async function freshDatabase(database: string, backend: 'sqlite' | 'postgresql' | 'auto', gin: boolean): Promise<Store> {
+export async function freshDatabase(database: string, backend: 'sqlite' | 'postgresql' | 'auto', gin: boolean, { keep = false } = {}): Promise<Store> {
   const urls = await ensureLocalServices({ ...loadConfig(), MONGO_URL: undefined, LOCAL_STORE: backend });
   const databaseUrl = urls.mongoUrl.replace(/\/[^/]*$/, `/${database}`);
   await connectMongo(databaseUrl, createLogger('silent'));
-  await mongoose.connection.dropDatabase();
+  // `keep`: reuse what an earlier run stored there (test/bench/reads.ts times reads of one seeding many times)
+  if (!keep) await mongoose.connection.dropDatabase();
   const ferretdbPostgresUrl = gin ? urls.ferretdbPostgresUrl : undefined;
   await ensureIndexes(ferretdbPostgresUrl);
   return {

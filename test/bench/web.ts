@@ -17,6 +17,7 @@
  * BENCH_FILL_CONCURRENCY (16).
  */
 import { mkdirSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { chromium, type Page } from 'playwright-core';
 import { PASSWORD, login, register, uniqueEmail } from '../support/factories/accounts.js';
@@ -51,17 +52,17 @@ const CHUNK = 10_000;
  * still holds them all while the pages are timed.
  */
 const SPREAD_MS = 23 * 3_600_000;
-const WEB_METRIC = 'shop.request.duration';
+export const WEB_METRIC = 'shop.request.duration';
 
 const GATEWAY = 'web';
-const API = 'api';
+export const API = 'api';
 /** The services the API calls: each trace goes through two of them. */
 const BACKENDS = ['checkout', 'cart', 'payments', 'inventory', 'search', 'accounts'];
 const SERVICES = [GATEWAY, API, ...BACKENDS];
 const RESOURCES = ['orders', 'products', 'baskets', 'customers', 'invoices'];
 
 /** Where the records go: the project, as the DSN addresses it (the bench signs in, it needs no API key). */
-type Target = Omit<FillTarget, 'apiKey'>;
+export type Target = Omit<FillTarget, 'apiKey'>;
 
 /** A request to the ingest port and how many records it carries. */
 interface Send {
@@ -71,7 +72,7 @@ interface Send {
 
 const randomTime = (now: number) => now - Math.floor(Math.random() * SPREAD_MS);
 
-function errorSends(target: Target, ingestUrl: string, now: number): Send[] {
+export function errorSends(target: Target, ingestUrl: string, now: number): Send[] {
   const url = `${ingestUrl}/api/${target.projectNumber}/envelope/?sentry_key=${target.publicKey}`;
   return Array.from({ length: WANTED.errors }, (_, n) => ({
     records: 1,
@@ -157,7 +158,7 @@ function trace(t: number, startMs: number): Record<string, OtlpSpan[]> {
   return { [GATEWAY]: [root, toApi], [API]: [apiEntry, apiQuery, toFirst, serialize], [first]: [firstEntry, firstQuery, toSecond], [second]: [secondEntry, secondQuery, render] };
 }
 
-function traceSends(target: Target, ingestUrl: string, now: number): Send[] {
+export function traceSends(target: Target, ingestUrl: string, now: number): Send[] {
   const sends: Send[] = [];
   for (let sent = 0; sent < WANTED.traces; sent += TRACES_PER_REQUEST) {
     const count = Math.min(TRACES_PER_REQUEST, WANTED.traces - sent);
@@ -196,7 +197,7 @@ function logLine(n: number): { severityNumber: number; text: string } {
   }
 }
 
-function logSends(target: Target, ingestUrl: string, now: number): Send[] {
+export function logSends(target: Target, ingestUrl: string, now: number): Send[] {
   const sends: Send[] = [];
   for (let sent = 0; sent < WANTED.logs; sent += LOGS_PER_REQUEST) {
     const count = Math.min(LOGS_PER_REQUEST, WANTED.logs - sent);
@@ -216,7 +217,7 @@ function logSends(target: Target, ingestUrl: string, now: number): Send[] {
 }
 
 /** A request-duration gauge per service and route. */
-function metricSends(target: Target, ingestUrl: string, now: number): Send[] {
+export function metricSends(target: Target, ingestUrl: string, now: number): Send[] {
   const sends: Send[] = [];
   for (let sent = 0; sent < WANTED.metrics; sent += POINTS_PER_REQUEST) {
     const count = Math.min(POINTS_PER_REQUEST, WANTED.metrics - sent);
@@ -239,7 +240,7 @@ function metricSends(target: Target, ingestUrl: string, now: number): Send[] {
 }
 
 /** Sends every request, a chunk of about CHUNK records at a time, waiting for the workers after each. */
-async function seed(service: Service, sends: Send[]): Promise<void> {
+export async function seed(service: Service, sends: Send[]): Promise<void> {
   const started = performance.now();
   let chunk: Send[] = [];
   let records = 0;
@@ -260,7 +261,7 @@ async function seed(service: Service, sends: Send[]): Promise<void> {
   }
 }
 
-type Usage = Record<'errors' | 'spans' | 'logs' | 'metrics', number> & { dropped: number };
+export type Usage = Record<'errors' | 'spans' | 'logs' | 'metrics', number> & { dropped: number };
 
 /** What GET /v1/usage says the workers stored for the project this month, and what they could not store. */
 async function usage(client: Service['api'], projectId: string): Promise<Usage> {
@@ -272,7 +273,7 @@ async function usage(client: Service['api'], projectId: string): Promise<Usage> 
 }
 
 /** Polls the usage counters (which lag the queue by up to about a minute) until every record sent is counted. */
-async function counted(client: Service['api'], projectId: string, sent: number): Promise<Usage> {
+export async function counted(client: Service['api'], projectId: string, sent: number): Promise<Usage> {
   const deadline = Date.now() + 5 * 60_000;
   for (;;) {
     const figures = await usage(client, projectId);
@@ -450,4 +451,5 @@ function table(results: PageResult[], stored: Usage, seedSeconds: number): strin
   return lines.join('\n');
 }
 
-await main();
+// run as a script (test/bench/reads.ts imports the seeding above without running the pages)
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) await main();
