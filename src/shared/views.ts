@@ -4,9 +4,9 @@ import { chargeWork, checkDeadline, untilDeadline } from './context.js';
 import { AppError } from './errors.js';
 import { Project } from './features/projects/model.js';
 import { parseId } from './paging.js';
-import { hoursWithRollups } from './telemetry/rolled-up-hours.js';
+import { hoursWithRollups, lastUnmarkedHour } from './telemetry/rolled-up-hours.js';
 import { inParallel } from './telemetry/storage.js';
-import { hourOf } from './telemetry/time-buckets.js';
+import { HOUR_MS, hourOf } from './telemetry/time-buckets.js';
 
 const DAY_MS = 86_400_000;
 /** The longest window a view reads: the longest retention (365 days) and a day. */
@@ -142,6 +142,9 @@ function hoursOf(from: Date, to: Date): number[] {
   return Array.from({ length: Math.max(0, last - first + 1) }, (_, i) => first + i);
 }
 
+/** The hours since the epoch that the window [from, to) touches, newest first. */
+export const hoursDown = (from: Date, to: Date) => hoursOf(from, to).reverse();
+
 /** Minutes read at once, at most, while the minutes read hold nothing. */
 const MAX_MINUTES_AT_ONCE = 16;
 
@@ -187,20 +190,88 @@ export async function allInWindowByHour<T extends object>(
   to: Date,
   filter: Record<string, unknown> = {},
   timeOf: (doc: T) => Date = (doc) => (doc as { at: Date }).at,
+  projection?: mongo.Document,
+): Promise<T[]> {
+  return readHours<T>(collection, hoursOf(from, to), from, to, filter, timeOf, projection);
+}
+
+/** Documents of one hour's lookup asked for in one reply (MongoDB still cuts a reply at 16 MB). */
+const HOUR_BATCH = 20_000;
+
+/**
+ * A read that is asked again, once, when the server no longer knows its cursor (CursorNotFound: FerretDB
+ * drops a cursor whose connection or time ran out before the driver's getMore); a second failure is
+ * answered as a read past its deadline (http/errors.ts), never as an internal error.
+ */
+export async function readOnce<T>(read: () => Promise<T[]>): Promise<T[]> {
+  try {
+    return await read();
+  } catch (error) {
+    if (!isCursorNotFound(error)) throw error;
+    return read();
+  }
+}
+
+/** MongoDB's CursorNotFound (code 43): a getMore for a cursor the server has closed. */
+export const isCursorNotFound = (error: unknown) => (error as { code?: unknown } | null)?.code === 43;
+
+/** The documents of `window` (hours since the epoch) whose time is in [from, to) (see allInWindowByHour). */
+export async function readHours<T extends object>(
+  collection: mongo.Collection,
+  window: number[],
+  from: Date,
+  to: Date,
+  filter: Record<string, unknown>,
+  timeOf: (doc: T) => Date,
+  projection?: mongo.Document,
 ): Promise<T[]> {
   const found: T[] = [];
-  const window = hoursOf(from, to);
+  if (window.length === 0) return found;
   const orgId = filter.orgId instanceof Types.ObjectId ? filter.orgId : undefined;
   const hours = orgId && window.length > PARALLEL_HOURS ? await hoursWithRollups(collection, orgId, window) : window;
   await inParallel(hours, PARALLEL_HOURS, async (hour) => {
-    checkDeadline();
-    const docs = (await collection.find({ ...filter, hour }, untilDeadline()).toArray()) as unknown as T[];
+    const docs = await readOnce<T>(() => {
+      checkDeadline();
+      // an hour's documents in one reply: no getMore, so no cursor FerretDB may have dropped meanwhile
+      return collection.find({ ...filter, hour }, { ...untilDeadline(), batchSize: HOUR_BATCH, ...(projection && { projection }) }).toArray() as unknown as Promise<T[]>;
+    });
     // a loop, not push(...docs): an hour can hold more documents than a call takes arguments
     for (const doc of docs) if (timeOf(doc) >= from && timeOf(doc) < to) found.push(doc);
   });
   return found;
 }
 
+/**
+ * Like allInWindowByHour over per-minute rollups (`minutes`), but every whole hour of [from, to) that
+ * `wholeHourUsable` accepts (a series view: the hour's minutes all fall in one step) is read from the
+ * hour's rollups (`hours`, written with the same counts by RollupBatch.write) instead: a few documents an
+ * hour instead of up to one per minute and key. Hours the hourly rollups may not hold all of (written
+ * before they were kept) are read by minute. An hourly document's `at` is its hour's start.
+ */
+export async function inWindowByWholeHour<T extends object>(
+  minutes: mongo.Collection,
+  hours: mongo.Collection,
+  scope: ViewScope,
+  from: Date,
+  to: Date,
+  filter: Record<string, unknown> = {},
+  { projection, wholeHourUsable = () => true }: { projection?: mongo.Document; wholeHourUsable?: (hour: number) => boolean } = {},
+): Promise<T[]> {
+  const fullFilter = { ...scopeFilter(scope), ...filter };
+  const timeOf = (doc: T) => (doc as { at: Date }).at;
+  const window = hoursOf(from, to);
+  const whole = (hour: number) => hour * HOUR_MS >= from.getTime() && (hour + 1) * HOUR_MS <= to.getTime() && wholeHourUsable(hour);
+  const candidates = window.filter(whole);
+  const lastUnmarked = candidates.length > 0 ? await lastUnmarkedHour(hours, scope.orgId) : Infinity;
+  const hourly = new Set(candidates.filter((hour) => hour > lastUnmarked));
+  const [byMinute, byHour] = await Promise.all([
+    readHours<T>(minutes, window.filter((hour) => !hourly.has(hour)), from, to, fullFilter, timeOf, projection),
+    readHours<T>(hours, [...hourly], from, to, fullFilter, timeOf, projection),
+  ]);
+  for (const doc of byHour) byMinute.push(doc);
+  return byMinute;
+}
+
 /** A scope's documents bucketed by `hour` in [from, to) (see allInWindowByHour). */
-export const inWindowByHour = <T extends object>(collection: mongo.Collection, scope: ViewScope, from: Date, to: Date, filter: Record<string, unknown> = {}, timeOf?: (doc: T) => Date) =>
-  allInWindowByHour<T>(collection, from, to, { ...scopeFilter(scope), ...filter }, timeOf);
+export const inWindowByHour = <T extends object>(collection: mongo.Collection, scope: ViewScope, from: Date, to: Date, filter: Record<string, unknown> = {}, timeOf?: (doc: T) => Date, projection?: mongo.Document) =>
+  allInWindowByHour<T>(collection, from, to, { ...scopeFilter(scope), ...filter }, timeOf, projection);

@@ -17,6 +17,9 @@ export function toAppError(error: unknown): AppError {
   if (isDuplicateKey(error)) return new AppError('conflict', 'that already exists', { cause: error });
   // MaxTimeMSExpired: a read given the time left before its request's deadline (untilDeadline) ran out of it
   if ((error as { code?: unknown } | null)?.code === 50) return deadlineExceeded();
+  // CursorNotFound: a long read's getMore came after FerretDB had dropped its cursor (views.ts, readOnce):
+  // the read did not finish in its time, which is what deadline_exceeded says
+  if ((error as { code?: unknown } | null)?.code === 43) return deadlineExceeded();
   const type = (error as { type?: unknown } | null)?.type;
   const parser = typeof type === 'string' ? parserErrors[type] : undefined;
   if (parser) return new AppError(parser.code, parser.message, { cause: error });

@@ -46,8 +46,12 @@ function remember(keys: string[], now: number): void {
   for (const key of keys) marked.set(key, now + MARK_FRESH_MS);
 }
 
-/** Marks the hours a batch of rollups falls in (`places`), before the rollups are written. */
-export async function markHours(collection: mongo.Collection, places: { orgId: Types.ObjectId; hour: number }[]): Promise<void> {
+/**
+ * Marks the hours a batch of rollups falls in (`places`), before the rollups are written. `writtenBefore`:
+ * the collection whose documents of the organisation, when there are any, were written before this one
+ * was (an hourly rollup's per-minute rollups), so that `since` says from when this one holds everything.
+ */
+export async function markHours(collection: mongo.Collection, places: { orgId: Types.ObjectId; hour: number }[], writtenBefore: mongo.Collection = collection): Promise<void> {
   const rollup = collection.collectionName;
   const now = Date.now();
   const fresh = new Map<string, { orgId: Types.ObjectId; hour: number }>();
@@ -63,7 +67,7 @@ export async function markHours(collection: mongo.Collection, places: { orgId: T
       if (remembered(key, now)) return;
       if (!(await RolledUpHours.exists({ _id: sinceId(rollup, orgId) }))) {
         // rollups already there were written unmarked: from now on every hour is marked
-        const earlier = await collection.findOne({ orgId }, { projection: { _id: 1 } });
+        const earlier = await writtenBefore.findOne({ orgId }, { projection: { _id: 1 } });
         await upsertAll(RolledUpHours.collection, [{ updateOne: { filter: { _id: sinceId(rollup, orgId) }, update: { $setOnInsert: { orgId, rollup, since: new Date(earlier ? now : 0) } }, upsert: true } }]);
       }
       remember([key], now);
@@ -102,4 +106,14 @@ export async function hoursWithRollups(collection: mongo.Collection, orgId: Type
   const markedHours = new Set(docs.flatMap((doc) => doc.hours ?? []));
   // the hour `since` falls in may hold rollups written before it, unmarked
   return hours.filter((hour) => hour <= hourOf(since.getTime()) || markedHours.has(hour));
+}
+
+/**
+ * The last hour (since the epoch) that `collection` may not hold all of for the organisation: the hour its
+ * `since` falls in (rollups of that hour and before may have been written before it was), or Infinity when
+ * nothing of the organisation was ever marked in it. Hours after it are whole in `collection`.
+ */
+export async function lastUnmarkedHour(collection: mongo.Collection, orgId: Types.ObjectId): Promise<number> {
+  const doc = await RolledUpHours.findById(sinceId(collection.collectionName, orgId), { since: 1 }).setOptions(untilDeadline()).lean();
+  return doc?.since ? hourOf(doc.since.getTime()) : Infinity;
 }

@@ -8,7 +8,7 @@ import { Schema, type SchemaDefinition, type Types, type mongo } from 'mongoose'
 import { bucketOf } from './histogram.js';
 import { markHours } from './rolled-up-hours.js';
 import { contentId, upsertAll } from './storage.js';
-import { hourOf, minuteOf } from './time-buckets.js';
+import { HOUR_MS, hourOf, minuteOf } from './time-buckets.js';
 
 /**
  * A rollup collection's schema: the key and counter `fields` beside what every rollup has: the
@@ -37,6 +37,9 @@ export const durationIncrement = (field: string, ms: number, count = 1) => ({ [`
 
 interface Pending {
   id: Types.ObjectId;
+  place: RollupPlace;
+  /** The rollup's own key fields, without its place. */
+  fields: Record<string, unknown>;
   key: Record<string, unknown>;
   inc: Record<string, number>;
   max: Record<string, number>;
@@ -69,7 +72,7 @@ export class RollupBatch {
     const hex = id.toHexString();
     let entry = this.pending.get(hex);
     if (!entry) {
-      entry = { id, key: { orgId: place.orgId, projectId: place.projectId, at: new Date(minute), hour: hourOf(minute), ...key }, inc: {}, max: {}, first: {} };
+      entry = { id, place, fields: key, key: { orgId: place.orgId, projectId: place.projectId, at: new Date(minute), hour: hourOf(minute), ...key }, inc: {}, max: {}, first: {} };
       this.pending.set(hex, entry);
     }
     for (const [path, count] of Object.entries(counts)) entry.inc[path] = (entry.inc[path] ?? 0) + count;
@@ -81,13 +84,40 @@ export class RollupBatch {
     return this.pending.size;
   }
 
-  async write(collection: mongo.Collection): Promise<void> {
+  /**
+   * Writes the batch into `collection`, and with `hourly`, the same counts into the rollups of the whole
+   * hour (`at` the hour's start) in that collection, which views over whole hours read instead of the
+   * hour's many minutes (allInWindowByWholeHour). `max` and `first` fields are not kept per hour.
+   */
+  async write(collection: mongo.Collection, hourly?: mongo.Collection): Promise<void> {
     if (this.pending.size === 0) return;
+    const places = [...this.pending.values()].map((entry) => ({ orgId: entry.key.orgId as Types.ObjectId, hour: entry.key.hour as number }));
     // the hours first: a view reads only marked hours, so a rollup is never there unmarked
-    await markHours(collection, [...this.pending.values()].map((entry) => ({ orgId: entry.key.orgId as Types.ObjectId, hour: entry.key.hour as number })));
+    await markHours(collection, places);
+    if (!hourly) return this.upsert(collection, this.pending);
+    await markHours(hourly, places, collection);
+    const hours = new Map<string, Pending>();
+    for (const entry of this.pending.values()) {
+      const hour = entry.key.hour as number;
+      const names = Object.keys(entry.fields).sort();
+      const id = contentId(`${this.kind}-hour`, entry.place.projectId.toHexString(), hour, ...names.map((name) => [name, entry.fields[name] ?? null]));
+      const hex = id.toHexString();
+      let sum = hours.get(hex);
+      if (!sum) {
+        sum = { ...entry, id, key: { ...entry.key, at: new Date(hour * HOUR_MS) }, inc: {}, max: {}, first: {} };
+        hours.set(hex, sum);
+      }
+      for (const [path, count] of Object.entries(entry.inc)) sum.inc[path] = (sum.inc[path] ?? 0) + count;
+    }
+    // minutes before hours: a write that fails between them leaves the hour short, never counted twice
+    await this.upsert(collection, this.pending);
+    await this.upsert(hourly, hours);
+  }
+
+  private async upsert(collection: mongo.Collection, pending: Map<string, Pending>): Promise<void> {
     await upsertAll(
       collection,
-      [...this.pending.values()].map((entry) => ({
+      [...pending.values()].map((entry) => ({
         updateOne: {
           filter: { _id: entry.id },
           update: {

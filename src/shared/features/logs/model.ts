@@ -74,5 +74,7 @@ const logRollupSchema = rollupSchema({
 
 export const Log = model('Log', logSchema);
 export const LogRollup = model('LogRollup', logRollupSchema, 'log_rollups');
+/** The same counts per hour (`at` the hour's start): what views over whole hours of a long window read (views.ts, inWindowByWholeHour). */
+export const LogRollupHourly = model('LogRollupHourly', logRollupSchema.clone(), 'log_rollups_hourly');
 export const LogPattern = model('LogPattern', logPatternSchema, 'log_patterns');
 

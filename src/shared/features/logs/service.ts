@@ -6,11 +6,12 @@ import { cursorId, decodeCursor, encodeCursor, offsetPage } from '../../paging.j
 import { sha256 } from '../../secrets.js';
 import type { LogRecord, Stamped } from '../../telemetry/records.js';
 import { attributePairs, attributesObject, contentId, hasAttributes, insertNew, upsertAll } from '../../telemetry/storage.js';
-import { epochMinuteOf } from '../../telemetry/time-buckets.js';
+import { epochMinuteOf, HOUR_MS } from '../../telemetry/time-buckets.js';
 import { RollupBatch } from '../../telemetry/rollups.js';
-import { inWindowByHour, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
+import { allInWindowByHour, hoursDown, inWindowByWholeHour, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
+import { hoursWithRollups } from '../../telemetry/rolled-up-hours.js';
 import { placeLine, templateText, wordsOf, type Template } from './drain.js';
-import { Log, LogPattern, LogRollup } from './model.js';
+import { Log, LogPattern, LogRollup, LogRollupHourly } from './model.js';
 import type { logLineJson, logPatternJson, logPatternsQuery, logSurgeJson, logSurgesQuery, searchLogsQuery } from './schemas.js';
 
 /** Bounds on a log's token array, which is indexed: enough words to find a line, not a whole payload. */
@@ -166,7 +167,7 @@ export async function ingestLogs(items: Stamped<LogRecord>[]): Promise<void> {
       },
     })),
   );
-  await rollupCounts(inserted).write(LogRollup.collection);
+  await rollupCounts(inserted).write(LogRollup.collection, LogRollupHourly.collection);
 }
 
 interface LogRollupDoc {
@@ -177,6 +178,13 @@ interface LogRollupDoc {
   count: number;
   levels: Record<string, number>;
 }
+
+/** What the views read of a log rollup. */
+const LOG_ROLLUP_FIELDS = { projectId: 1, at: 1, service: 1, patternId: 1, count: 1, levels: 1 };
+
+/** The window's log rollups: whole hours from the hourly rollups, the rest by minute (inWindowByWholeHour). */
+const logRollupsIn = (scope: ViewScope, from: Date, to: Date, filter: Record<string, unknown>) =>
+  inWindowByWholeHour<LogRollupDoc>(LogRollup.collection, LogRollupHourly.collection, scope, from, to, filter, { projection: LOG_ROLLUP_FIELDS });
 
 type SearchQuery = z.output<typeof searchLogsQuery>;
 
@@ -213,21 +221,31 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
   };
   const to = after && after.time < scope.to ? new Date(after.time.getTime() + 1) : scope.to;
   const found: LogDoc[] = [];
-  // the minutes that hold any of the scope's logs (of the service), from the rollups: empty ones are never read
-  const rollups = await inWindowByHour<LogRollupDoc>(LogRollup.collection, scope, scope.from, to, query.service !== undefined ? { service: query.service } : {});
-  const minutes = [...new Set(rollups.map((rollup) => epochMinuteOf(rollup.at.getTime())))].sort((a, b) => b - a);
-  await newestMinutesFirst(
-    minutes,
-    async (minute) =>
-      (await Log.find({ ...filter, minute }).setOptions(untilDeadline()).lean<LogDoc[]>())
-        .filter((doc) => doc.time >= scope.from && doc.time < scope.to && isAfter(doc))
-        .filter((doc) => words.every((word) => doc.tokens.includes(word)) && hasAttributes(doc.attributes, query.attribute))
-        .sort(newestFirst),
-    (docs) => {
-      for (const doc of docs) found.push(doc);
-    },
-    () => found.length > query.limit,
-  );
+  const full = () => found.length > query.limit;
+  // the minutes that hold any of the scope's logs (of the service), from the rollups: empty ones are never
+  // read. The window's hours that hold rollups, newest first, each hour's minute rollups read only when the
+  // page is not full yet: a page of a busy window reads the rollups of its last hours, not of the window.
+  const rollupFilter = { ...scopeFilter(scope), ...(query.service !== undefined && { service: query.service }) };
+  const hours = await hoursWithRollups(LogRollup.collection, scope.orgId, hoursDown(scope.from, to));
+  for (const hour of hours) {
+    if (full()) break;
+    const from = new Date(Math.max(scope.from.getTime(), hour * HOUR_MS));
+    const until = new Date(Math.min(to.getTime(), (hour + 1) * HOUR_MS));
+    const rollups = await allInWindowByHour<LogRollupDoc>(LogRollup.collection, from, until, rollupFilter, undefined, { at: 1 });
+    const minutes = [...new Set(rollups.map((rollup) => epochMinuteOf(rollup.at.getTime())))].sort((a, b) => b - a);
+    await newestMinutesFirst(
+      minutes,
+      async (minute) =>
+        (await Log.find({ ...filter, minute }).setOptions(untilDeadline()).lean<LogDoc[]>())
+          .filter((doc) => doc.time >= scope.from && doc.time < scope.to && isAfter(doc))
+          .filter((doc) => words.every((word) => doc.tokens.includes(word)) && hasAttributes(doc.attributes, query.attribute))
+          .sort(newestFirst),
+      (docs) => {
+        for (const doc of docs) found.push(doc);
+      },
+      full,
+    );
+  }
   const page = found.slice(0, query.limit);
   const last = page.at(-1);
   return {
@@ -267,7 +285,7 @@ async function registryOf(patternId: string, projects: Iterable<string>) {
  * rollups, with each pattern's template, example and first and last sighting from its registry.
  */
 export async function listLogPatterns(scope: ViewScope, query: z.output<typeof logPatternsQuery>): Promise<{ data: z.infer<typeof logPatternJson>[]; next_cursor: string | null }> {
-  const rollups = await inWindowByHour<LogRollupDoc>(LogRollup.collection, scope, scope.from, scope.to, query.service !== undefined ? { service: query.service } : {});
+  const rollups = await logRollupsIn(scope, scope.from, scope.to, query.service !== undefined ? { service: query.service } : {});
   const patterns = new Map<string, { count: number; levels: Record<string, number>; services: Set<string>; projects: Set<string> }>();
   for (const rollup of rollups) {
     let pattern = patterns.get(rollup.patternId);
@@ -321,8 +339,8 @@ export async function logSurges(scope: ViewScope, query: z.output<typeof logSurg
   const length = scope.to.getTime() - scope.from.getTime();
   const filter = query.service !== undefined ? { service: query.service } : {};
   const [current, previous] = await Promise.all([
-    inWindowByHour<LogRollupDoc>(LogRollup.collection, scope, scope.from, scope.to, filter),
-    inWindowByHour<LogRollupDoc>(LogRollup.collection, scope, new Date(scope.from.getTime() - length), scope.from, filter),
+    logRollupsIn(scope, scope.from, scope.to, filter),
+    logRollupsIn(scope, new Date(scope.from.getTime() - length), scope.from, filter),
   ]);
   const countBy = (docs: LogRollupDoc[], keyOf: (doc: LogRollupDoc) => string) => {
     const counts = new Map<string, { count: number; services: Set<string>; projects: Set<string> }>();

@@ -4,11 +4,11 @@ import { AppliedBatch } from '../../telemetry/storage.js';
 import { Organization, Session } from '../accounts/model.js';
 import { Feedback } from '../feedback/model.js';
 import { ErrorEvent, Issue, IssueUser } from '../issues/model.js';
-import { Log, LogPattern, LogRollup } from '../logs/model.js';
+import { Log, LogPattern, LogRollup, LogRollupHourly } from '../logs/model.js';
 import { MetricName, MetricPoint, MetricSeries } from '../metrics/model.js';
 import { ReleaseHealth, ReleaseRollup, ReleaseSummary } from '../releases/model.js';
 import { Replay, ReplaySegment } from '../replays/model.js';
-import { SpanRollup } from '../services/model.js';
+import { SpanRollup, SpanRollupHourly } from '../services/model.js';
 import { Span, Trace } from '../traces/model.js';
 import { EndUser } from '../users/model.js';
 import { Anomaly } from '../anomalies/model.js';
@@ -36,6 +36,8 @@ const expiring: [name: string, collection: mongo.Collection, timeField: string][
   ['spans', Span.collection, 'startAt'],
   ['traces', Trace.collection, 'endAt'],
   ['spanRollups', SpanRollup.collection, 'at'],
+  // an hour's rollup goes with its first minute, so a window never reads an hour whose first minutes expired from it
+  ['spanRollupsHourly', SpanRollupHourly.collection, 'at'],
   ['endpointRollups', EndpointRollup.collection, 'at'],
   ['queryRollups', QueryRollup.collection, 'at'],
   ['queueRollups', QueueRollup.collection, 'at'],
@@ -44,6 +46,7 @@ const expiring: [name: string, collection: mongo.Collection, timeField: string][
   ['logs', Log.collection, 'time'],
   ['logPatterns', LogPattern.collection, 'lastSeenAt'],
   ['logRollups', LogRollup.collection, 'at'],
+  ['logRollupsHourly', LogRollupHourly.collection, 'at'],
   ['metricPoints', MetricPoint.collection, 'time'],
   // A series quiet for longer than retention starts over: its next cumulative point counts in full.
   ['metricSeries', MetricSeries.collection, 'lastAt'],

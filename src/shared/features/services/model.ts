@@ -28,3 +28,5 @@ const spanRollupSchema = rollupSchema({
 });
 
 export const SpanRollup = model('SpanRollup', spanRollupSchema, 'span_rollups');
+/** The same counts per hour (`at` the hour's start): what views over whole hours of a long window read (views.ts, inWindowByWholeHour). */
+export const SpanRollupHourly = model('SpanRollupHourly', spanRollupSchema.clone(), 'span_rollups_hourly');

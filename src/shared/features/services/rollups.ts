@@ -1,6 +1,6 @@
 import type { Types } from 'mongoose';
 import { durationIncrement, RollupBatch } from '../../telemetry/rollups.js';
-import { SpanRollup, type EdgeKind, type NodeType } from './model.js';
+import { SpanRollup, SpanRollupHourly, type EdgeKind, type NodeType } from './model.js';
 
 
 /** One node of the service map: what a span calls, or where a consumed message came from. */
@@ -179,5 +179,5 @@ export async function recordObservations(observations: Observation[]): Promise<v
       ...durationIncrement('latency', observation.durationMs, sign),
     });
   }
-  await batch.write(SpanRollup.collection);
+  await batch.write(SpanRollup.collection, SpanRollupHourly.collection);
 }

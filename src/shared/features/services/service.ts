@@ -1,11 +1,11 @@
 import type { z } from 'zod';
 import { addBuckets, percentile, type Buckets } from '../../telemetry/histogram.js';
 import { AppError } from '../../errors.js';
-import { inWindowByHour, rounded, stepMsOf, type ViewScope } from '../../views.js';
+import { inWindowByWholeHour, rounded, stepMsOf, type ViewScope } from '../../views.js';
 import { cycles, entryPoints, fanLeaders, leaves, longestChain, singlePointsOfFailure, type Graph } from './graph.js';
-import { SpanRollup, type EdgeKind, type NodeType } from './model.js';
+import { SpanRollup, SpanRollupHourly, type EdgeKind, type NodeType } from './model.js';
 import type { dependenciesJson, serviceJson, serviceMapJson, structureJson, trafficJson, trafficQuery } from './schemas.js';
-import { MINUTE_MS } from '../../telemetry/time-buckets.js';
+import { HOUR_MS, MINUTE_MS } from '../../telemetry/time-buckets.js';
 
 
 interface RollupDoc {
@@ -23,7 +23,19 @@ interface RollupDoc {
   latency?: Buckets;
 }
 
-const spanRollupsIn = (scope: ViewScope, from: Date, to: Date) => inWindowByHour<RollupDoc>(SpanRollup.collection, scope, from, to);
+/** What the views read of a rollup (not its totalMs), and of a service's (not an edge's fields). */
+const SERVICE_FIELDS = { projectId: 1, kind: 1, at: 1, service: 1, count: 1, failed: 1, latency: 1 };
+const ROLLUP_FIELDS = { ...SERVICE_FIELDS, callerType: 1, callee: 1, calleeType: 1, edgeKind: 1 };
+
+/**
+ * The window's span rollups (of one kind, when given): whole hours from the hourly rollups, the rest by
+ * minute. `wholeHourUsable` says which whole hours may be read as one (see inWindowByWholeHour).
+ */
+const spanRollupsIn = (scope: ViewScope, from: Date, to: Date, kind?: RollupDoc['kind'], wholeHourUsable?: (hour: number) => boolean) =>
+  inWindowByWholeHour<RollupDoc>(SpanRollup.collection, SpanRollupHourly.collection, scope, from, to, kind ? { kind } : {}, {
+    projection: kind === 'service' ? SERVICE_FIELDS : ROLLUP_FIELDS,
+    ...(wholeHourUsable && { wholeHourUsable }),
+  });
 
 interface Totals {
   count: number;
@@ -108,8 +120,8 @@ const window = (scope: ViewScope) => ({ from: scope.from.toISOString(), to: scop
 export async function listServices(scope: ViewScope): Promise<{ from: string; to: string; data: z.infer<typeof serviceJson>[] }> {
   const length = scope.to.getTime() - scope.from.getTime();
   const [current, previous] = await Promise.all([
-    spanRollupsIn(scope, scope.from, scope.to),
-    spanRollupsIn(scope, new Date(scope.from.getTime() - length), scope.from),
+    spanRollupsIn(scope, scope.from, scope.to, 'service'),
+    spanRollupsIn(scope, new Date(scope.from.getTime() - length), scope.from, 'service'),
   ]);
   const byService = (docs: RollupDoc[]) => total(docs.filter((doc) => doc.kind === 'service'), (doc) => doc.service);
   const now = byService(current);
@@ -214,7 +226,10 @@ export async function traffic(scope: ViewScope, query: z.output<typeof trafficQu
   const steps = Math.ceil((scope.to.getTime() - scope.from.getTime()) / stepMs);
   if (steps > MAX_POINTS) throw new AppError('validation_failed', `the window holds more than ${MAX_POINTS} steps of this size`, { details: [{ path: 'query.step', message: 'too small for the window' }] });
   const byService = scope.projectIds?.length === 1;
-  const docs = (await spanRollupsIn(scope, scope.from, scope.to)).filter((doc) => doc.kind === 'service');
+  // an hour is read as one when all its minutes fall in one step
+  const stepOf = (ms: number) => Math.floor((ms - scope.from.getTime()) / stepMs);
+  const oneStep = (hour: number) => stepOf(hour * HOUR_MS) === stepOf((hour + 1) * HOUR_MS - MINUTE_MS);
+  const docs = (await spanRollupsIn(scope, scope.from, scope.to, 'service', oneStep)).filter((doc) => doc.kind === 'service');
   const series = new Map<string, { project_id: string; service?: string; points: { requests: number; errors: number }[] }>();
   for (const doc of docs) {
     const projectId = doc.projectId.toHexString();

@@ -4,9 +4,10 @@ import type { z } from 'zod';
 import { AppError, notFound } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
-import { epochMinuteOf, MINUTE_MS, minuteOf } from '../../telemetry/time-buckets.js';
+import { epochMinuteOf, HOUR_MS, hourOf, MINUTE_MS, minuteOf } from '../../telemetry/time-buckets.js';
 import { attributePairs, attributesObject, contentId, hasAttributes, inParallel, insertNew, PARALLEL_WRITES, upsertAll, upsertReturning } from '../../telemetry/storage.js';
-import { inWindowByHour, minutesDown, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
+import { hoursDown, minutesDown, newestMinutesFirst, readHours, scopeFilter, type ViewScope } from '../../views.js';
+import { lastUnmarkedHour } from '../../telemetry/rolled-up-hours.js';
 import { ErrorEvent } from '../issues/model.js';
 import { directObservations, pairedObservations, pairingFacts, recordObservations, type Observation, type PendingCall, type RemoteEntry } from '../services/rollups.js';
 import { queryCounts } from '../database/service.js';
@@ -15,7 +16,7 @@ import { endpointCounts } from '../endpoints/service.js';
 import { EndpointRollup } from '../endpoints/model.js';
 import { queueCounts } from '../queues/service.js';
 import { QueueRollup } from '../queues/model.js';
-import { SpanRollup } from '../services/model.js';
+import { SpanRollup, SpanRollupHourly } from '../services/model.js';
 import { Span, SPAN_PAGE_SIZE, Trace } from './model.js';
 import type { listTracesQuery, traceDetailJson, traceRowJson, traceSpansQuery } from './schemas.js';
 
@@ -411,7 +412,23 @@ interface ReadUnit {
  */
 async function unitsOf(scope: ViewScope, first: number, last: number, cursor?: { minute: number; tick: number }): Promise<ReadUnit[]> {
   const requests = new Map<number, number>();
-  for (const doc of await inWindowByHour<{ at: Date; count: number }>(SpanRollup.collection, scope, new Date(first * MINUTE_MS), new Date((last + 1) * MINUTE_MS), { kind: 'service' })) {
+  const from = new Date(first * MINUTE_MS);
+  const to = new Date((last + 1) * MINUTE_MS);
+  const filter = { ...scopeFilter(scope), kind: 'service' };
+  const projection = { at: 1, count: 1 };
+  // A minute can be busy only in an hour that served as many requests: the hourly rollups (where they hold
+  // the whole hour) say which hours to read by minute, so a quiet window reads a few documents an hour.
+  const window = hoursDown(from, to);
+  const lastUnmarked = await lastUnmarkedHour(SpanRollupHourly.collection, scope.orgId);
+  const perHour = new Map<number, number>();
+  const hourly = window.filter((hour) => hour > lastUnmarked);
+  const hourlyDocs = hourly.length === 0 ? [] : await readHours<{ at: Date; count: number }>(SpanRollupHourly.collection, hourly, new Date(hourly.at(-1)! * HOUR_MS), to, filter, (doc) => doc.at, projection);
+  for (const doc of hourlyDocs) {
+    const hour = hourOf(doc.at.getTime());
+    perHour.set(hour, (perHour.get(hour) ?? 0) + doc.count);
+  }
+  const byMinute = window.filter((hour) => hour <= lastUnmarked || (perHour.get(hour) ?? 0) >= BUSY_MINUTE_REQUESTS);
+  for (const doc of await readHours<{ at: Date; count: number }>(SpanRollup.collection, byMinute, from, to, filter, (doc) => doc.at, projection)) {
     const minute = epochMinuteOf(doc.at.getTime());
     requests.set(minute, (requests.get(minute) ?? 0) + doc.count);
   }
