@@ -162,17 +162,18 @@ export async function newestMinutesFirst<T, U = number>(
   read: (minute: U) => Promise<T[]>,
   take: (docs: T[]) => Promise<void> | void,
   full: () => boolean,
+  /** How many minutes the next round reads; a caller reading a window in parts passes one state to every part. */
+  state: { width: number } = { width: 1 },
 ): Promise<void> {
-  let width = 1;
   for (let next = 0; next < minutes.length && !full(); ) {
     checkDeadline();
-    const round = minutes.slice(next, next + width);
+    const round = minutes.slice(next, next + state.width);
     const found = await Promise.all(round.map(read));
     for (const docs of found) {
       if (full()) return;
       await take(docs);
     }
-    width = found.every((docs) => docs.length === 0) ? Math.min(width * 2, MAX_MINUTES_AT_ONCE) : 1;
+    state.width = found.every((docs) => docs.length === 0) ? Math.min(state.width * 2, MAX_MINUTES_AT_ONCE) : 1;
     next += round.length;
   }
 }

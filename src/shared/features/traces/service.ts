@@ -6,7 +6,7 @@ import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
 import { epochMinuteOf, HOUR_MS, hourOf, MINUTE_MS, minuteOf } from '../../telemetry/time-buckets.js';
 import { attributePairs, attributesObject, contentId, hasAttributes, inParallel, insertNew, PARALLEL_WRITES, upsertAll, upsertReturning } from '../../telemetry/storage.js';
-import { hoursDown, minutesDown, newestMinutesFirst, readHours, scopeFilter, type ViewScope } from '../../views.js';
+import { allInWindowByHour, hoursDown, minutesDown, newestMinutesFirst, readHours, scopeFilter, type ViewScope } from '../../views.js';
 import { lastUnmarkedHour } from '../../telemetry/rolled-up-hours.js';
 import { ErrorEvent } from '../issues/model.js';
 import { directObservations, pairedObservations, pairingFacts, recordObservations, type Observation, type PendingCall, type RemoteEntry } from '../services/rollups.js';
@@ -406,31 +406,33 @@ interface ReadUnit {
 }
 
 /**
- * The units of the minutes from `last` down to `first`: a minute whose services served
- * BUSY_MINUTE_REQUESTS requests or more (the service rollups say) is read a tick at a time, newest
- * first, from the cursor's tick in the cursor's minute.
+ * The hours of the window [from, to) (newest first) that may hold a busy minute: a minute can be busy
+ * only in an hour that served BUSY_MINUTE_REQUESTS requests, which the hourly rollups say in a few
+ * documents an hour, where they hold the whole hour; the others are read by minute.
  */
-async function unitsOf(scope: ViewScope, first: number, last: number, cursor?: { minute: number; tick: number }): Promise<ReadUnit[]> {
-  const requests = new Map<number, number>();
-  const from = new Date(first * MINUTE_MS);
-  const to = new Date((last + 1) * MINUTE_MS);
-  const filter = { ...scopeFilter(scope), kind: 'service' };
-  const projection = { at: 1, count: 1 };
-  // A minute can be busy only in an hour that served as many requests: the hourly rollups (where they hold
-  // the whole hour) say which hours to read by minute, so a quiet window reads a few documents an hour.
+async function busyHours(scope: ViewScope, from: Date, to: Date): Promise<Set<number>> {
   const window = hoursDown(from, to);
   const lastUnmarked = await lastUnmarkedHour(SpanRollupHourly.collection, scope.orgId);
-  const perHour = new Map<number, number>();
   const hourly = window.filter((hour) => hour > lastUnmarked);
-  const hourlyDocs = hourly.length === 0 ? [] : await readHours<{ at: Date; count: number }>(SpanRollupHourly.collection, hourly, new Date(hourly.at(-1)! * HOUR_MS), to, filter, (doc) => doc.at, projection);
-  for (const doc of hourlyDocs) {
-    const hour = hourOf(doc.at.getTime());
-    perHour.set(hour, (perHour.get(hour) ?? 0) + doc.count);
-  }
-  const byMinute = window.filter((hour) => hour <= lastUnmarked || (perHour.get(hour) ?? 0) >= BUSY_MINUTE_REQUESTS);
-  for (const doc of await readHours<{ at: Date; count: number }>(SpanRollup.collection, byMinute, from, to, filter, (doc) => doc.at, projection)) {
-    const minute = epochMinuteOf(doc.at.getTime());
-    requests.set(minute, (requests.get(minute) ?? 0) + doc.count);
+  const perHour = new Map<number, number>();
+  const docs = hourly.length === 0 ? [] : await readHours<{ at: Date; count: number }>(SpanRollupHourly.collection, hourly, new Date(hourly.at(-1)! * HOUR_MS), to, { ...scopeFilter(scope), kind: 'service' }, (doc) => doc.at, { at: 1, count: 1 });
+  for (const doc of docs) perHour.set(hourOf(doc.at.getTime()), (perHour.get(hourOf(doc.at.getTime())) ?? 0) + doc.count);
+  return new Set(window.filter((hour) => hour <= lastUnmarked || (perHour.get(hour) ?? 0) >= BUSY_MINUTE_REQUESTS));
+}
+
+/**
+ * The units of the minutes from `last` down to `first` (within one hour): a minute whose services served
+ * BUSY_MINUTE_REQUESTS requests or more (the service rollups say, read only when the hour may hold such a
+ * minute) is read a tick at a time, newest first, from the cursor's tick in the cursor's minute.
+ */
+async function unitsOf(scope: ViewScope, first: number, last: number, mayBeBusy: boolean, cursor?: { minute: number; tick: number }): Promise<ReadUnit[]> {
+  const requests = new Map<number, number>();
+  if (mayBeBusy) {
+    const rollups = await allInWindowByHour<{ at: Date; count: number }>(SpanRollup.collection, new Date(first * MINUTE_MS), new Date((last + 1) * MINUTE_MS), { ...scopeFilter(scope), kind: 'service' }, undefined, { at: 1, count: 1 });
+    for (const doc of rollups) {
+      const minute = epochMinuteOf(doc.at.getTime());
+      requests.set(minute, (requests.get(minute) ?? 0) + doc.count);
+    }
   }
   return minutesDown(first, last).flatMap((minute) => {
     if ((requests.get(minute) ?? 0) < BUSY_MINUTE_REQUESTS) return [{ minute }];
@@ -478,7 +480,15 @@ export async function listTraces(scope: ViewScope, query: TraceQuery): Promise<{
       found.push(doc);
     }
   };
-  await newestMinutesFirst(await unitsOf(scope, firstMinute, lastMinute, after), read, take, full);
+  // the window an hour at a time, newest first, each hour's busy minutes found only when it is reached
+  const busy = await busyHours(scope, new Date(firstMinute * MINUTE_MS), new Date((lastMinute + 1) * MINUTE_MS));
+  const rounds = { width: 1 };
+  for (const hour of hoursDown(new Date(firstMinute * MINUTE_MS), new Date((lastMinute + 1) * MINUTE_MS))) {
+    if (full()) break;
+    const first = Math.max(firstMinute, hour * 60);
+    const last = Math.min(lastMinute, hour * 60 + 59);
+    await newestMinutesFirst(await unitsOf(scope, first, last, busy.has(hour), after), read, take, full, rounds);
+  }
   const page = found.slice(0, query.limit);
   const last = page.at(-1);
   return {
