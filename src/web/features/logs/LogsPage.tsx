@@ -4,6 +4,7 @@ import type { AnswerOf } from '../../api/client';
 import { PageHeader } from '../../components/PageHeader';
 import { EmptyState, QueryView } from '../../components/states';
 import { AttributeFilters } from '../../components/AttributeFilters';
+import { ChoiceField } from '../../components/ChoiceField';
 import { formatTime } from '../../lib/format';
 import { useQueryParams, useScope, useTimeWindow } from '../../lib/url-state';
 import { useLogLines, type LogFilters } from './api';
@@ -58,17 +59,7 @@ function LogFilterForm({ filters }: { filters: LogFilters }) {
           <span>Service</span>
           <input name="service" value={service} onChange={(event) => setService(event.target.value)} placeholder="checkout" />
         </label>
-        <label className="field">
-          <span>Level</span>
-          <select name="level" value={filters.level ?? ''} onChange={(event) => update({ level: event.target.value })}>
-            <option value="">All levels</option>
-            {LEVELS.map((level) => (
-              <option key={level} value={level}>
-                {level}
-              </option>
-            ))}
-          </select>
-        </label>
+        <ChoiceField label="Level" name="level" value={filters.level} choices={LEVELS} anyLabel="All levels" onChange={(level) => update({ level })} />
         <label className="field">
           <span>Trace ID</span>
           <input name="trace_id" className="mono" value={traceId} onChange={(event) => setTraceId(event.target.value)} pattern="[0-9a-fA-F]{32}" title="32 hexadecimal characters" placeholder="32 hex characters" />

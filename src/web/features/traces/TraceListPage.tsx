@@ -4,6 +4,7 @@ import { PageHeader } from '../../components/PageHeader';
 import { Pager, Table, type Column } from '../../components/Table';
 import { EmptyState, QueryView } from '../../components/states';
 import { AttributeFilters } from '../../components/AttributeFilters';
+import { ChoiceField } from '../../components/ChoiceField';
 import { formatCount, formatDuration, formatTime } from '../../lib/format';
 import { useQueryParams, useScope, useTimeWindow } from '../../lib/url-state';
 import { useTraces, type TraceFilters, type TraceSummary } from './api';
@@ -76,28 +77,8 @@ function TraceFilterForm({ filters }: { filters: TraceFilters }) {
           <span>Span name or route</span>
           <input name="name" value={name} onChange={(event) => setName(event.target.value)} placeholder="GET /cart" />
         </label>
-        <label className="field">
-          <span>Span kind</span>
-          <select name="kind" value={filters.kind ?? ''} onChange={(event) => update({ kind: event.target.value })}>
-            <option value="">All kinds</option>
-            {KINDS.map((kind) => (
-              <option key={kind} value={kind}>
-                {kind}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          <span>Span status</span>
-          <select name="status" value={filters.status ?? ''} onChange={(event) => update({ status: event.target.value })}>
-            <option value="">All statuses</option>
-            {STATUSES.map((status) => (
-              <option key={status} value={status}>
-                {status}
-              </option>
-            ))}
-          </select>
-        </label>
+        <ChoiceField label="Span kind" name="kind" value={filters.kind} choices={KINDS} anyLabel="All kinds" onChange={(kind) => update({ kind })} />
+        <ChoiceField label="Span status" name="status" value={filters.status} choices={STATUSES} anyLabel="All statuses" onChange={(status) => update({ status })} />
         <label className="field trace-filter-number">
           <span>Min. duration (ms)</span>
           <input name="min_duration_ms" type="number" min={0} step={1} inputMode="numeric" value={minDuration} onChange={(event) => setMinDuration(event.target.value)} placeholder="500" />
