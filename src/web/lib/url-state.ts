@@ -74,3 +74,17 @@ export function useCarriedSearch(extra: readonly string[] = []): string {
   const carried = new URLSearchParams([...new URLSearchParams(search)].filter(([key]) => kept.includes(key)));
   return carried.size ? `?${carried}` : '';
 }
+
+const HOUR_MS = 3_600_000;
+
+/**
+ * A traffic chart's window and step: over half a day or more, one point per hour from the window's first
+ * whole hour, so the API answers from its hourly rollups instead of every minute's; shorter windows keep
+ * the API's own step.
+ */
+export function trafficQuery(window: TimeWindow, now = Date.now()): { from: string; to: string; step?: number } {
+  const { from, to } = windowBounds(window, now);
+  const start = Date.parse(from);
+  if (Date.parse(to) - start < 12 * HOUR_MS) return { from, to };
+  return { from: new Date(Math.ceil(start / HOUR_MS) * HOUR_MS).toISOString(), to, step: 3600 };
+}

@@ -60,7 +60,7 @@ function SendTelemetry({ projectId }: { projectId: string }) {
     <>
       <section className="panel" aria-labelledby="dsn-heading">
         <h2 id="dsn-heading">Your DSN</h2>
-        <p className="muted">Point any Sentry SDK at this DSN, or an OpenTelemetry exporter at the endpoint below.</p>
+        <p className="muted">Point any Sentry SDK at this DSN. An OpenTelemetry exporter takes the endpoint and header in its snippet below.</p>
         <div className="dsn">
           <code aria-label="DSN">{key.dsn}</code>
           <CopyButton text={key.dsn} label="Copy DSN" />

@@ -1,6 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
 import { api, read, type QueryOf } from '../../api/client';
-import { windowBounds, type TimeWindow } from '../../lib/url-state';
+import { trafficQuery, windowBounds, type TimeWindow } from '../../lib/url-state';
 
 /** An empty section is read again every 5 s, so telemetry sent while the page is open shows up without a reload. */
 const WAITING_MS = 5000;
@@ -10,7 +10,7 @@ const whileEmpty = (query: { state: { data?: { data: readonly unknown[] } } }) =
 export const useTraffic = (project: string | undefined, window: TimeWindow) =>
   useQuery({
     queryKey: ['traffic', project, window],
-    queryFn: ({ signal }) => read(api().GET('/v1/traffic', { params: { query: { project, ...windowBounds(window) } }, signal })),
+    queryFn: ({ signal }) => read(api().GET('/v1/traffic', { params: { query: { project, ...trafficQuery(window) } }, signal })),
     refetchInterval: (query) => (query.state.data?.series.every((series) => series.requests === 0) ? WAITING_MS : false),
   });
 

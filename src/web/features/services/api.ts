@@ -1,7 +1,7 @@
 import { useCallback } from 'react';
 import { useQueries, useQuery, type UseQueryResult } from '@tanstack/react-query';
 import { api, read, type AnswerOf } from '../../api/client';
-import { windowBounds, type TimeWindow } from '../../lib/url-state';
+import { trafficQuery, windowBounds, type TimeWindow } from '../../lib/url-state';
 
 export type Service = AnswerOf<'/v1/services'>['data'][number];
 export type ServiceMap = AnswerOf<'/v1/services/map'>;
@@ -58,7 +58,7 @@ export function useServiceTraffic(service: string, projectIds: readonly string[]
   return useQueries({
     queries: projectIds.map((project) => ({
       queryKey: ['traffic', project, window],
-      queryFn: ({ signal }: { signal: AbortSignal }) => read(api().GET('/v1/traffic', { params: { query: { project, ...windowBounds(window) } }, signal })),
+      queryFn: ({ signal }: { signal: AbortSignal }) => read(api().GET('/v1/traffic', { params: { query: { project, ...trafficQuery(window) } }, signal })),
     })),
     combine,
   });
