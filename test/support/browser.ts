@@ -109,7 +109,8 @@ export async function accessibilityViolations(page: Page): Promise<string[]> {
 }
 
 /**
- * Screenshots of the page at 1440×900 and 390×844 (the whole page) under test-results/screenshots/,
+ * Screenshots of the page at 1440×900 and 390×844, and at 1440×900 in dark mode (the whole page) under
+ * test-results/screenshots/,
  * and its axe-core violations, which the caller expects to be none.
  */
 export async function review(page: Page, name: string): Promise<string[]> {
@@ -121,6 +122,12 @@ export async function review(page: Page, name: string): Promise<string[]> {
     await page.waitForTimeout(150);
     await page.screenshot({ path: `${SCREENSHOT_DIR}/${name}-${label}.png`, fullPage: true });
   }
+  // the app follows the system's colour scheme: the desktop size again in dark mode
+  await page.setViewportSize(VIEWPORTS.desktop);
+  await page.emulateMedia({ colorScheme: 'dark' });
+  await page.waitForTimeout(150);
+  await page.screenshot({ path: `${SCREENSHOT_DIR}/${name}-desktop-dark.png`, fullPage: true });
+  await page.emulateMedia({ colorScheme: null });
   await page.setViewportSize(original);
   return violations;
 }
