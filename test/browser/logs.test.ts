@@ -3,7 +3,7 @@
  * services, searched with the filter form, followed while new lines arrive, and grouped into patterns.
  */
 import type { Locator, Page } from 'playwright-core';
-import { createProjectInBrowser, review, showsText, signUpInBrowser, startDashboard, timeToData, unexpectedProblems, type Dashboard } from '../support/browser.js';
+import { createProjectInBrowser, hasCount, review, showsText, signUpInBrowser, startDashboard, timeToData, unexpectedProblems, type Dashboard } from '../support/browser.js';
 import { PASSWORD, uniqueEmail } from '../support/factories/accounts.js';
 import { hex, otlpLogs, type OtlpLogLine as LogLine } from '../support/factories/telemetry.js';
 
@@ -61,7 +61,7 @@ describe('the logs page', () => {
     expect(await declined.getByRole('link').getAttribute('href')).toBe(`/traces/${traceId}`);
     await row('User 51 logged in from 10.0.0.51').waitFor();
     await showsText(row('User 51 logged in from 10.0.0.51'), 'auth');
-    expect(await lineTable().getByRole('row').count()).toBe(1 + 50);
+    await hasCount(lineTable().getByRole('row'), 1 + 50);
     expect(await review(page, 'logs')).toEqual([]);
     console.log(`/logs shows its lines ${await timeToData(page, `/logs?project=${projectId}`, () => row('Payment declined for order 1001'))} ms after navigation`);
   }, 90_000);
@@ -79,7 +79,7 @@ describe('the logs page', () => {
     await page.waitForURL((url) => url.searchParams.get('attribute') === 'customer.tier:silver');
     await row('Payment accepted for order 1002').waitFor();
     await row('Payment declined for order 1001').waitFor({ state: 'detached' });
-    expect(await lineTable().getByRole('row').count()).toBe(2);
+    await hasCount(lineTable().getByRole('row'), 2);
   }, 60_000);
 
   test('level, service and words each narrow the URL and the rows', async () => {
@@ -89,7 +89,7 @@ describe('the logs page', () => {
     await page.waitForURL((url) => url.searchParams.get('level') === 'error');
     await row('Payment accepted').waitFor({ state: 'detached' });
     await row('Payment declined for order 1001').waitFor();
-    expect(await lineTable().getByRole('row').count()).toBe(2);
+    await hasCount(lineTable().getByRole('row'), 2);
 
     await page.getByRole('button', { name: 'Clear filters' }).click();
     await page.getByLabel('Service', { exact: true }).fill('checkout');
@@ -97,14 +97,14 @@ describe('the logs page', () => {
     await page.waitForURL((url) => url.searchParams.get('service') === 'checkout' && !url.searchParams.has('level'));
     await row('logged in').first().waitFor({ state: 'detached' });
     await row('Payment accepted for order 1002').waitFor();
-    expect(await lineTable().getByRole('row').count()).toBe(3);
+    await hasCount(lineTable().getByRole('row'), 3);
 
     await page.getByLabel('Service', { exact: true }).fill('');
     await page.getByLabel('Search words').fill('User 7');
     await page.getByRole('button', { name: 'Search', exact: true }).click();
     await page.waitForURL((url) => url.searchParams.get('q') === 'User 7' && !url.searchParams.has('service'));
     await row('User 7 logged in from 10.0.0.7').waitFor();
-    expect(await lineTable().getByRole('row').count()).toBe(2);
+    await hasCount(lineTable().getByRole('row'), 2);
     expect(await review(page, 'logs-filtered')).toEqual([]);
 
     // the URL is the search: opening it again shows the same lines

@@ -3,7 +3,7 @@
  * found in the list, narrowed by the API's own filters, and opened as a waterfall whose rows select a span.
  */
 import type { Page } from 'playwright-core';
-import { createProjectInBrowser, review, showsText, signUpInBrowser, startDashboard, unexpectedProblems, type Dashboard } from '../support/browser.js';
+import { createProjectInBrowser, hasCount, review, showsText, signUpInBrowser, startDashboard, unexpectedProblems, type Dashboard } from '../support/browser.js';
 import { PASSWORD, uniqueEmail } from '../support/factories/accounts.js';
 import { hex, otlpTraces, type OtlpSpan } from '../support/factories/telemetry.js';
 
@@ -96,7 +96,7 @@ test('the list shows the traces sent, narrows by service and status in the URL, 
   await page.getByRole('button', { name: 'Apply filters' }).click();
   await page.waitForURL(/[?&]service=inventory\b/);
   await traceRow('build nightly report').waitFor({ state: 'detached', timeout: TELEMETRY_WAIT });
-  expect(await traceRow('GET /checkout').count()).toBe(1);
+  await hasCount(traceRow('GET /checkout'), 1);
 
   await page.getByRole('button', { name: 'Clear filters' }).click();
   await traceRow('build nightly report').waitFor({ timeout: TELEMETRY_WAIT });
@@ -104,7 +104,7 @@ test('the list shows the traces sent, narrows by service and status in the URL, 
   await page.getByLabel('Span status').selectOption('error');
   await page.waitForURL(/[?&]status=error\b/);
   await traceRow('build nightly report').waitFor({ state: 'detached', timeout: TELEMETRY_WAIT });
-  expect(await traceRow('GET /checkout').count()).toBe(1);
+  await hasCount(traceRow('GET /checkout'), 1);
 
   await page.getByRole('link', { name: 'GET /checkout', exact: true }).click();
   await page.waitForURL(`**/traces/${traceId}`);

@@ -172,3 +172,15 @@ export async function showsText(locator: Locator, text: string | RegExp, timeout
   }
   throw new Error(`expected ${locator} to show ${String(text)}; it showed ${JSON.stringify(last.slice(0, 300))}`);
 }
+
+/** Waits until `locator` matches exactly `count` elements (a list settles after its query answers); fails after `timeoutMs`. */
+export async function hasCount(locator: Locator, count: number, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = -1;
+  while (Date.now() < deadline) {
+    last = await locator.count();
+    if (last === count) return;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`expected ${locator} to match ${count} elements; it matched ${last}`);
+}

@@ -12,7 +12,14 @@ export interface RouteHandle {
 }
 
 const NAV: Array<{ group: string; links: Array<{ to: string; label: string; end?: boolean }> }> = [
-  { group: 'Errors', links: [{ to: '/issues', label: 'Issues' }] },
+  {
+    group: 'Errors',
+    links: [
+      { to: '/issues', label: 'Issues' },
+      { to: '/releases', label: 'Releases' },
+      { to: '/replays', label: 'Replays' },
+    ],
+  },
   {
     group: 'Tracing',
     links: [
@@ -28,9 +35,31 @@ const NAV: Array<{ group: string; links: Array<{ to: string; label: string; end?
       { to: '/logs', label: 'Logs' },
       { to: '/metrics', label: 'Metrics' },
       { to: '/anomalies', label: 'Anomalies' },
+      { to: '/dashboards', label: 'Dashboards' },
     ],
   },
-  { group: 'Setup', links: [{ to: '/onboarding', label: 'Set up a project' }] },
+  {
+    group: 'Monitors',
+    links: [
+      { to: '/monitors/cron', label: 'Cron checks' },
+      { to: '/monitors/uptime', label: 'Uptime' },
+    ],
+  },
+  {
+    group: 'Alerting',
+    links: [
+      { to: '/alerts', label: 'Alerts', end: true },
+      { to: '/alerts/destinations', label: 'Destinations' },
+      { to: '/reports', label: 'Digests' },
+    ],
+  },
+  {
+    group: 'Setup',
+    links: [
+      { to: '/onboarding', label: 'Set up a project' },
+      { to: '/settings', label: 'Settings' },
+    ],
+  },
 ];
 
 function UserMenu() {

@@ -1,0 +1,6 @@
+import { PageHeader } from '../../components/PageHeader';
+
+// placeholder until the page is built (issue 20)
+export default function Page() {
+  return <PageHeader title="Usage" />;
+}
