@@ -115,6 +115,44 @@ describe('round trip', () => {
     }
   });
 
+  test('a widget without a title is named after its view and the parameters that narrow it', async () => {
+    const untitled = (query: Record<string, unknown>, at: ReturnType<typeof layout>) => ({ type: 'table', query, layout: at });
+    const created = await owner.client.post('/v1/dashboards', {
+      name: 'Untitled widgets',
+      widgets: [
+        untitled({ view: 'issues', params: { project: project.id, status: 'unresolved', sort: 'events', limit: 10 } }, layout(0, 0)),
+        untitled({ view: 'metrics.series', params: seriesParams() }, layout(6, 0)),
+      ],
+    });
+    expect(created.status).toBe(201);
+    // project, window, paging, step and sort say where, when and in what order, not what: they are left out
+    expect(created.body.widgets.map((widget: { title: string }) => widget.title)).toEqual(['Issues: unresolved', 'Metric: queue.depth · max']);
+
+    const put = await owner.client.put(`/v1/dashboards/${created.body.id}/widgets`, {
+      widgets: [
+        // what was answered comes back as given, its derived title now a title like any other
+        ...created.body.widgets,
+        untitled({ view: 'logs', params: {} }, layout(0, 4)),
+        untitled({ view: 'traces', params: { service: 'checkout', attribute: ['http.route:/pay', 'region:eu'] } }, layout(6, 4)),
+        untitled({ view: 'logs', params: { q: 'x'.repeat(300) } }, layout(0, 8)),
+        { ...untitled({ view: 'traffic', params: {} }, layout(6, 8)), title: '  Requests  ' },
+      ],
+    });
+    expect(put.status).toBe(200);
+    const titles = put.body.widgets.map((widget: { title: string }) => widget.title);
+    expect(titles.slice(0, 4)).toEqual(['Issues: unresolved', 'Metric: queue.depth · max', 'Logs', 'Traces: checkout · http.route:/pay, region:eu']);
+    // at most 200 characters, as a given title
+    expect(titles[4]).toHaveLength(200);
+    expect(titles[4]).toMatch(/^Logs: x+…$/);
+    expect(titles[5]).toBe('Requests');
+    expect((await owner.client.get(`/v1/dashboards/${created.body.id}`)).body.widgets).toEqual(put.body.widgets);
+
+    // a title given empty is still a mistake, not a request for a derived one
+    const blank = await owner.client.put(`/v1/dashboards/${created.body.id}/widgets`, { widgets: [{ ...untitled({ view: 'logs', params: {} }, layout(0, 0)), title: ' ' }] });
+    expect(blank.status).toBe(400);
+    expect(blank.body.details[0].path).toBe('body.widgets.0.title');
+  });
+
   test('the list pages oldest first, each dashboard exactly once', async () => {
     const account = await signUp(h, 'pager');
     const names = Array.from({ length: 5 }, (_, i) => `board ${i}`);

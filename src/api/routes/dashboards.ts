@@ -17,31 +17,31 @@ import type { MemberPrincipal } from '../../shared/principal.js';
 import { authorize, defineRoute, listOf, safeParseQuery, type AnyRoute } from '../routing.js';
 
 /**
- * The read views a widget may show: its name → the GET route serving it. A widget's params are
- * that route's query parameters and its data is that route's answer, so nothing here repeats a
- * view's schema or logic.
+ * The read views a widget may show: its name → the GET route serving it, and the label a widget without
+ * a title is named after. A widget's params are that route's query parameters and its data is that
+ * route's answer, so nothing here repeats a view's schema or logic.
  */
 export const dashboardViews = {
-  issues: '/v1/issues',
-  traces: '/v1/traces',
-  services: '/v1/services',
-  'services.map': '/v1/services/map',
-  'services.approaching': '/v1/services/approaching',
-  traffic: '/v1/traffic',
-  queues: '/v1/queues',
-  anomalies: '/v1/anomalies',
-  'endpoints.surges': '/v1/endpoints/surges',
-  'database.slow_queries': '/v1/database/slow-queries',
-  'database.query_patterns': '/v1/database/query-patterns',
-  logs: '/v1/logs',
-  'logs.patterns': '/v1/logs/patterns',
-  'logs.surges': '/v1/logs/surges',
-  'metrics.names': '/v1/metrics/names',
-  'metrics.series': '/v1/metrics/series',
-  alerts: '/v1/alerts',
-  'uptime.monitors': '/v1/uptime/monitors',
-  'cron.checks': '/v1/cron/checks',
-} as const;
+  issues: { path: '/v1/issues', label: 'Issues' },
+  traces: { path: '/v1/traces', label: 'Traces' },
+  services: { path: '/v1/services', label: 'Services' },
+  'services.map': { path: '/v1/services/map', label: 'Service map' },
+  'services.approaching': { path: '/v1/services/approaching', label: 'Approaching thresholds' },
+  traffic: { path: '/v1/traffic', label: 'Traffic' },
+  queues: { path: '/v1/queues', label: 'Queues' },
+  anomalies: { path: '/v1/anomalies', label: 'Anomalies' },
+  'endpoints.surges': { path: '/v1/endpoints/surges', label: 'Endpoint surges' },
+  'database.slow_queries': { path: '/v1/database/slow-queries', label: 'Slow queries' },
+  'database.query_patterns': { path: '/v1/database/query-patterns', label: 'Query patterns' },
+  logs: { path: '/v1/logs', label: 'Logs' },
+  'logs.patterns': { path: '/v1/logs/patterns', label: 'Log patterns' },
+  'logs.surges': { path: '/v1/logs/surges', label: 'Log surges' },
+  'metrics.names': { path: '/v1/metrics/names', label: 'Metric names' },
+  'metrics.series': { path: '/v1/metrics/series', label: 'Metric' },
+  alerts: { path: '/v1/alerts', label: 'Alerts' },
+  'uptime.monitors': { path: '/v1/uptime/monitors', label: 'Uptime monitors' },
+  'cron.checks': { path: '/v1/cron/checks', label: 'Cron checks' },
+} as const satisfies Record<string, { path: string; label: string }>;
 
 const viewNames = Object.keys(dashboardViews) as [keyof typeof dashboardViews, ...(keyof typeof dashboardViews)[]];
 
@@ -50,7 +50,7 @@ function viewRegistry(routes: () => readonly AnyRoute[]) {
   let registry: Map<string, AnyRoute> | undefined;
   return () =>
     (registry ??= new Map(
-      Object.entries(dashboardViews).map(([name, path]) => {
+      Object.entries(dashboardViews).map(([name, { path }]) => {
         const route = routes().find((candidate) => candidate.method === 'get' && candidate.path === path);
         if (!route || route.params || path.includes('{')) throw new Error(`dashboard view ${name}: no GET ${path} route without path parameters`);
         return [name, route];
@@ -86,6 +86,7 @@ export const dashboardRoutes = (routes: () => readonly AnyRoute[]) => {
   const views = viewRegistry(routes);
   const catalog: ViewCatalog = {
     names: viewNames,
+    label: (view) => dashboardViews[view as keyof typeof dashboardViews].label,
     paramsProblems: (view, params) => {
       const route = views().get(view);
       if (!route) return [{ path: [], message: `unknown view ${view}` }];

@@ -20,6 +20,8 @@ const MAX_PARAMS = 32;
  */
 export interface ViewCatalog {
   names: readonly [string, ...string[]];
+  /** The view's name in words, which a widget without a title is named after ("Issues", "Metric"). */
+  label(view: string): string;
   /** Problems of `params` under the named view's query rules; paths are relative to `params`. */
   paramsProblems(view: string, params: QueryValues): { path: PropertyKey[]; message: string }[];
 }
@@ -52,6 +54,27 @@ type Layout = z.infer<typeof layoutSchema>;
 
 const overlaps = (a: Layout, b: Layout) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
 
+const MAX_TITLE = 200;
+/** Parameters that say where, when or in what order a view looks, not what it shows: a derived title leaves them out. */
+const PLACING_PARAMS = new Set(['project', 'from', 'to', 'limit', 'cursor', 'step', 'sort']);
+
+/**
+ * A widget's title when none is given: the view's label, then the values of its other parameters in the
+ * order given, separated by " · " (a list's values by ", "): "Issues: unresolved", "Metric: queue.depth · max".
+ * Cut to 200 characters, as a given title.
+ */
+export function derivedTitle(label: string, params: WidgetParams): string {
+  const values = Object.entries(params)
+    .filter(([key]) => !PLACING_PARAMS.has(key))
+    .map(([, value]) => (Array.isArray(value) ? value.join(', ') : String(value)))
+    .filter((value) => value.trim() !== '');
+  const title = values.length ? `${label}: ${values.join(' · ')}` : label;
+  if (title.length <= MAX_TITLE) return title;
+  // never split a character written as two UTF-16 units
+  const cut = title.slice(0, MAX_TITLE - 1).replace(/[\uD800-\uDBFF]$/, '');
+  return `${cut}…`;
+}
+
 const widgetId = z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, 'letters, digits, - and _ (up to 64)');
 
 /** Request schemas whose widget queries are checked against `catalog`. */
@@ -71,12 +94,19 @@ export function dashboardBodies(catalog: ViewCatalog) {
     .object({
       /** Kept when given, so a client can PUT back what it read; assigned when absent. */
       id: widgetId.optional(),
-      title: z.string().trim().min(1).max(200),
+      title: z
+        .string()
+        .trim()
+        .min(1)
+        .max(MAX_TITLE)
+        .optional()
+        .meta({ description: 'Shown above the widget. When absent: the view\'s label, then the values of its parameters other than project, from, to, limit, cursor, step and sort, in the order given ("Issues: unresolved", "Metric: queue.depth · max"), stored as its title.' }),
       type: z.enum(widgetTypes),
       query: widgetQuery,
       layout: layoutSchema,
     })
-    .strict();
+    .strict()
+    .transform((widget) => ({ ...widget, title: widget.title ?? derivedTitle(catalog.label(widget.query.view), widget.query.params) }));
   const widgets = z
     .array(widgetInput)
     .max(MAX_WIDGETS)
