@@ -9,8 +9,8 @@ import type { RateLimits } from './middleware/rate-limit.js';
 export interface ApiDeps {
   config: Config;
   limits: RateLimits;
-  /** Only its URL check: the API refuses forbidden targets at creation; workers make the requests. */
-  outbound: Pick<Outbound, 'urlProblem'>;
+  /** The API refuses forbidden targets at creation with its URL check; it makes requests only for a test alert a person asked for. */
+  outbound: Outbound;
   codeHosts: CodeHosts;
   /** Seals credentials kept at rest (code-host tokens, destination URLs and secrets). */
   secrets: SecretBox;

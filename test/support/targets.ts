@@ -18,9 +18,11 @@ export interface SeenRequest {
   method: string;
   path: string;
   headers: http.IncomingHttpHeaders;
+  /** The raw body as text (a webhook's, whose signature covers exactly these bytes). */
+  body: string;
 }
 
-/** A loopback service for monitors to probe, recording every request it receives. */
+/** A loopback service for monitors to probe or webhooks to reach, recording every request it receives. */
 export interface Target {
   /** Base URL, e.g. http://127.0.0.1:40123 or http://[::1]:40123 */
   url: string;
@@ -43,17 +45,22 @@ export async function startTarget(
   const requests: SeenRequest[] = [];
   const held = new Set<NodeJS.Timeout>();
   const handle = (req: http.IncomingMessage, res: http.ServerResponse) => {
-    requests.push({ method: req.method!, path: req.url!, headers: req.headers });
-    const { status = 200, body = '', headers = {}, delayMs = 0 } = typeof current === 'function' ? current(req) : current;
-    const send = () => {
-      if (!res.destroyed) res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(body);
-    };
-    if (delayMs === 0) return send();
-    const timer = setTimeout(() => {
-      held.delete(timer);
-      send();
-    }, delayMs);
-    held.add(timer);
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    // answered once the whole request is read, so its body is recorded with it
+    req.on('end', () => {
+      requests.push({ method: req.method!, path: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
+      const { status = 200, body = '', headers = {}, delayMs = 0 } = typeof current === 'function' ? current(req) : current;
+      const send = () => {
+        if (!res.destroyed) res.writeHead(status, { 'content-type': 'text/plain', ...headers }).end(body);
+      };
+      if (delayMs === 0) return send();
+      const timer = setTimeout(() => {
+        held.delete(timer);
+        send();
+      }, delayMs);
+      held.add(timer);
+    });
   };
   const server = options.tls ? https.createServer(options.tls, handle) : http.createServer(handle);
   server.listen(0, host);

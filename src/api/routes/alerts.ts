@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { alertJson, alertsQuery, createDestinationBody, destinationJson } from '../../shared/features/alerts/schemas.js';
-import { createDestination, deleteDestination, listAlerts, listDestinations } from '../../shared/features/alerts/service.js';
+import { alertJson, alertsQuery, createDestinationBody, createdDestinationJson, destinationJson, testOutcomeJson } from '../../shared/features/alerts/schemas.js';
+import { createDestination, deleteDestination, listAlerts, listDestinations, sendTestAlert } from '../../shared/features/alerts/service.js';
 import { putScheduleBody, previewJson, scheduleJson } from '../../shared/features/reports/schemas.js';
 import { deleteSchedule, getSchedule, previewDigest, putSchedule } from '../../shared/features/reports/service.js';
 import { confirmationJson, confirmationParams } from '../../shared/features/recipients/schemas.js';
@@ -12,6 +12,8 @@ import { defineRoute, listOf } from '../routing.js';
 export const alertRoutes = (deps: ApiDeps) => {
   // email on: new addresses are sent a link to the dashboard's confirmation page
   const confirmations = deps.mailer && { mailer: deps.mailer, dashboardOrigin: deps.config.DASHBOARD_ORIGIN };
+  // a test alert goes out from the API itself, through the clients the workers deliver with
+  const channels = { mailer: deps.mailer, outbound: deps.outbound, secrets: deps.secrets };
   return [
     defineRoute({
       method: 'get',
@@ -37,12 +39,22 @@ export const alertRoutes = (deps: ApiDeps) => {
       method: 'post',
       path: '/v1/alert-destinations',
       tag: 'Alerts',
-      summary: 'Add an email (each new address is mailed a confirmation link first), webhook (signed with X-Sluice-Signature when a secret is set) or Slack destination, optionally for some kinds or projects only.',
+      summary: 'Add an email (each new address is mailed a confirmation link first), webhook (signed with X-Sluice-Signature when a secret is given, or generated with generate_secret and answered once) or Slack destination, optionally for some kinds or projects only.',
       access: 'admin',
       body: createDestinationBody,
       status: 201,
-      response: destinationJson,
+      response: createdDestinationJson,
       handler: ({ principal, body, req }) => createDestination(principal, body, { confirmations, urlProblem: deps.outbound.urlProblem, secrets: deps.secrets }, req.ip),
+    }),
+    defineRoute({
+      method: 'post',
+      path: '/v1/alert-destinations/{destinationID}/test',
+      tag: 'Alerts',
+      summary: 'Send a test alert to the destination now, as real alerts are delivered (signed webhook, Slack, mail to confirmed addresses, through the outbound guard), and answer the outcome: delivered or failed, with the HTTP status and error. Nothing is stored as an alert.',
+      access: 'admin',
+      params: z.object({ destinationID: z.string() }),
+      response: testOutcomeJson,
+      handler: ({ principal, params, req }) => sendTestAlert(principal, params.destinationID, channels, req.ip),
     }),
     defineRoute({
       method: 'delete',

@@ -32,35 +32,60 @@ export interface AlertMessage {
   payload: Record<string, unknown>;
 }
 
-const WEBHOOK_TIMEOUT_MS = 10_000;
+export const WEBHOOK_TIMEOUT_MS = 10_000;
 
 const signatureOf = (secret: string, body: string) => `sha256=${createHmac('sha256', secret).update(body).digest('hex')}`;
 
+/** What a message is about: an alert event, or a test a person asked for ("Send a test"). */
+export type MessageEvent = AlertEvent | 'test';
+
+const VERBS: Record<MessageEvent, string> = { opened: 'Alert', resolved: 'Resolved', test: 'Test' };
+
 /** The mail and chat rendering of one alert event. */
-export function renderAlert(alert: { kind: string; title: string; status: string; details: Record<string, unknown>; openedAt: Date; resolvedAt: Date | null }, event: AlertEvent, payload: Record<string, unknown>): AlertMessage {
-  const verb = event === 'opened' ? 'Alert' : 'Resolved';
+export function renderAlert(alert: { kind: string; title: string; status: string; details: Record<string, unknown>; openedAt: Date; resolvedAt: Date | null }, event: MessageEvent, payload: Record<string, unknown>): AlertMessage {
+  const verb = VERBS[event];
   const subject = `[Sluice] ${verb}: ${alert.title}`;
   const facts = Object.entries(alert.details).map(([key, value]) => `${key}: ${String(value)}`);
-  const when = event === 'opened' ? `Opened ${alert.openedAt.toISOString()}` : `Resolved ${alert.resolvedAt?.toISOString() ?? ''}`;
+  const when = event === 'resolved' ? `Resolved ${alert.resolvedAt?.toISOString() ?? ''}` : `${event === 'test' ? 'Sent' : 'Opened'} ${alert.openedAt.toISOString()}`;
   const lines = [`${verb}: ${alert.title}`, `Kind: ${alert.kind}`, when, ...facts];
   const html = `<h2>${escapeHtml(`${verb}: ${alert.title}`)}</h2><ul>${lines.slice(1).map((line) => `<li>${escapeHtml(line)}</li>`).join('')}</ul>`;
   return { subject, text: `${lines.join('\n')}\n`, html, payload };
 }
 
-async function postJson(channels: Channels, url: string, body: string, headers: Record<string, string>): Promise<void> {
+/** A webhook or Slack receiver answered, but not with a 2xx. */
+export class ReceiverRefused extends Error {
+  constructor(
+    readonly httpStatus: number,
+    host: string,
+  ) {
+    super(`${host} answered ${httpStatus}`);
+  }
+}
+
+/** What a sent message reached: the receiver's HTTP status (webhook, Slack) or the addresses mailed (email). */
+export interface Receipt {
+  httpStatus: number | null;
+  recipients: string[];
+}
+
+async function postJson(channels: Channels, url: string, body: string, headers: Record<string, string>, timeoutMs: number): Promise<Receipt> {
   const response = await channels.outbound.request({
     url,
     method: 'POST',
     headers: { 'content-type': 'application/json', 'user-agent': 'Sluice-Alerts/1', ...headers },
     body,
-    timeoutMs: WEBHOOK_TIMEOUT_MS,
+    timeoutMs,
     maxBodyBytes: 4096,
   });
-  if (response.status < 200 || response.status >= 300) throw new Error(`${new URL(url).host} answered ${response.status}`);
+  if (response.status < 200 || response.status >= 300) throw new ReceiverRefused(response.status, new URL(url).host);
+  return { httpStatus: response.status, recipients: [] };
 }
 
-/** Sends one alert event to one destination; throws with a reason the delivery record shows. */
-export async function sendToDestination(destination: DestinationDoc, message: AlertMessage, channels: Channels): Promise<void> {
+/**
+ * Sends one alert event to one destination; throws with a reason the delivery record shows. A test sent
+ * while a person waits passes a shorter `timeoutMs`, so its answer comes before the request's deadline.
+ */
+export async function sendToDestination(destination: DestinationDoc, message: AlertMessage, channels: Channels, timeoutMs = WEBHOOK_TIMEOUT_MS): Promise<Receipt> {
   switch (destination.type) {
     case 'email': {
       if (!channels.mailer) throw new Error('email is off: SMTP_URL is not set');
@@ -72,17 +97,15 @@ export async function sendToDestination(destination: DestinationDoc, message: Al
       } catch (error) {
         throw error instanceof MailBudgetExceeded ? new NotDeliverable(error.message) : error;
       }
-      return;
+      return { httpStatus: null, recipients: to };
     }
     case 'webhook': {
       const { url, secret } = openedTarget(destination, channels.secrets);
       const body = JSON.stringify(message.payload);
-      await postJson(channels, url, body, secret ? { 'x-sluice-signature': signatureOf(secret, body) } : {});
-      return;
+      return postJson(channels, url, body, secret ? { 'x-sluice-signature': signatureOf(secret, body) } : {}, timeoutMs);
     }
     case 'slack':
       // Slack's incoming-webhook payload: `text` is the notification, mrkdwn allowed.
-      await postJson(channels, openedTarget(destination, channels.secrets).url, JSON.stringify({ text: message.text.trim() }), {});
-      return;
+      return postJson(channels, openedTarget(destination, channels.secrets).url, JSON.stringify({ text: message.text.trim() }), {}, timeoutMs);
   }
 }

@@ -44,7 +44,17 @@ const filters = {
 
 export const createDestinationBody = z.discriminatedUnion('type', [
   z.object({ type: z.literal('email'), emails: z.array(z.email()).min(1).max(50), ...filters }).strict(),
-  z.object({ type: z.literal('webhook'), url: z.url().max(2048), secret: z.string().min(8).max(256).optional(), ...filters }).strict(),
+  z
+    .object({
+      type: z.literal('webhook'),
+      url: z.url().max(2048),
+      secret: z.string().min(8).max(256).optional(),
+      /** Have the server make the signing secret; the creation answer shows it, once. Not with `secret`. */
+      generate_secret: z.boolean().optional(),
+      ...filters,
+    })
+    .strict()
+    .refine((body) => !(body.generate_secret && body.secret !== undefined), { path: ['generate_secret'], message: 'give a secret or ask for one to be generated, not both' }),
   z.object({ type: z.literal('slack'), url: z.url().max(2048), ...filters }).strict(),
 ]);
 
@@ -65,4 +75,25 @@ export const destinationJson = z.object({
   kinds: z.array(z.enum(alertKinds)),
   project_ids: z.array(z.string()),
   created_at: z.string(),
+});
+
+/** The answer to a creation: as listed, plus a generated signing secret, shown this once. */
+export const createdDestinationJson = destinationJson.extend({
+  /** Webhook created with `generate_secret`: the signing secret, answered only here. */
+  secret: z.string().optional(),
+});
+
+/** What happened when a test alert was sent to a destination. */
+export const testOutcomeJson = z.object({
+  destination_id: z.string(),
+  /** `delivered`: the receiver answered 2xx, or the mail server took the mail; `failed`: see `error`. */
+  status: z.enum(['delivered', 'failed']),
+  /** Webhook and Slack: the receiver's HTTP status, when it answered at all. */
+  http_status: z.number().nullable(),
+  /** Why it failed, in the words a real delivery's `last_error` uses; null when delivered. */
+  error: z.string().nullable(),
+  /** Email: the confirmed addresses the test was mailed to. */
+  recipients: z.array(z.string()),
+  attempted_at: z.string(),
+  duration_ms: z.number(),
 });

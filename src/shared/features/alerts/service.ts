@@ -1,16 +1,19 @@
-import type { Types } from 'mongoose';
+import { performance } from 'node:perf_hooks';
+import { Types } from 'mongoose';
 import type { z } from 'zod';
 import { AppError, notFound } from '../../errors.js';
+import { currentContext } from '../../context.js';
 import { paginate, parseId } from '../../paging.js';
+import { randomBase62 } from '../../secrets.js';
 import type { MemberPrincipal } from '../../principal.js';
 import { contentId, insertNew } from '../../telemetry/storage.js';
 import { namedProjects, optionalWindow, projectFilter } from '../../views.js';
 import { auditAs } from '../audit/service.js';
 import type { SecretBox } from '../../clients/secret-box.js';
 import { addressStates, requestConfirmations, type ConfirmationMail } from '../recipients/service.js';
-import { NotDeliverable, renderAlert, sendToDestination, type Channels } from './channels.js';
+import { NotDeliverable, ReceiverRefused, renderAlert, sendToDestination, WEBHOOK_TIMEOUT_MS, type Channels } from './channels.js';
 import { Alert, AlertDelivery, AlertDestination, type AlertDoc, type AlertEvent, type AlertKind, type DeliveryDoc, type DestinationDoc } from './model.js';
-import type { alertJson, alertsQuery, createDestinationBody, destinationJson } from './schemas.js';
+import type { alertJson, alertsQuery, createDestinationBody, destinationJson, testOutcomeJson } from './schemas.js';
 
 export interface AlertInput {
   /** Names the incident: the same key opens one alert, however often or by how many processes it is raised. */
@@ -316,7 +319,8 @@ export async function createDestination(principal: MemberPrincipal, input: z.inf
   }
   const projectIds = await namedProjects(principal.orgId, input.project_ids);
   const emails = input.type === 'email' ? [...new Set(input.emails.map((email) => email.toLowerCase()))] : [];
-  const secret = input.type === 'webhook' ? input.secret : undefined;
+  const generated = input.type === 'webhook' && input.generate_secret ? `whsec_${randomBase62(32)}` : undefined;
+  const secret = input.type === 'webhook' ? (input.secret ?? generated) : undefined;
   const destination = (
     await AlertDestination.create({
       orgId: principal.orgId,
@@ -334,11 +338,57 @@ export async function createDestination(principal: MemberPrincipal, input: z.inf
   await auditAs(principal, ip)('alert_destination.create', { type: 'alert_destination', id: destination._id }, { type: destination.type });
   if (deps.confirmations && emails.length > 0) await requestConfirmations(principal.orgId, emails, deps.confirmations);
   const [answer] = await destinationJsonsOf(principal.orgId, [destination]);
-  return answer!;
+  return { ...answer!, ...(generated && { secret: generated }) };
 }
 
 export async function deleteDestination(principal: MemberPrincipal, destinationId: string, ip: string | undefined): Promise<void> {
   const removed = await AlertDestination.findOneAndDelete({ _id: parseId(destinationId, 'alert destination'), orgId: principal.orgId }).lean<DestinationDoc>();
   if (!removed) throw notFound('alert destination');
   await auditAs(principal, ip)('alert_destination.delete', { type: 'alert_destination', id: removed._id }, { type: removed.type });
+}
+
+/** How much sooner than the request's deadline a test's webhook or Slack request gives up, so its outcome is still answered. */
+const TEST_DEADLINE_MARGIN_MS = 1_000;
+
+/**
+ * Sends a test alert to one destination now, through the code real deliveries use (the same rendering,
+ * webhook signature, outbound guard, confirmed-address rule and mail budget), and answers what happened.
+ * It is not an incident: no alert or delivery is stored, only an audit entry. The webhook body is
+ * `{"event": "alert.test", "alert": {…}}` with the shape of a real alert, so a receiver can tell it apart.
+ */
+export async function sendTestAlert(principal: MemberPrincipal, destinationId: string, channels: Channels, ip: string | undefined, now = new Date()): Promise<z.infer<typeof testOutcomeJson>> {
+  const destination = await AlertDestination.findOne({ _id: parseId(destinationId, 'alert destination'), orgId: principal.orgId }).lean<DestinationDoc>();
+  if (!destination) throw notFound('alert destination');
+  const alert = {
+    kind: 'test',
+    status: 'open',
+    title: 'This destination receives Sluice alerts',
+    details: { note: 'sent with "Send a test"; nothing is wrong' },
+    openedAt: now,
+    resolvedAt: null,
+  };
+  const payload = {
+    event: 'alert.test',
+    alert: {
+      // a fresh id per test, so a receiver that drops repeated alert ids takes each one
+      id: new Types.ObjectId().toHexString(),
+      kind: alert.kind,
+      status: alert.status,
+      project_id: null,
+      subject: { type: 'alert_destination', id: destination._id.toHexString() },
+      title: alert.title,
+      details: alert.details,
+      opened_at: now.toISOString(),
+      resolved_at: null,
+    },
+  };
+  const { deadline } = currentContext();
+  const timeoutMs = deadline === undefined ? WEBHOOK_TIMEOUT_MS : Math.max(1, Math.min(WEBHOOK_TIMEOUT_MS, deadline - Date.now() - TEST_DEADLINE_MARGIN_MS));
+  const started = performance.now();
+  const outcome = await sendToDestination(destination, renderAlert(alert, 'test', payload), channels, timeoutMs).then(
+    (receipt) => ({ status: 'delivered' as const, http_status: receipt.httpStatus, error: null, recipients: receipt.recipients }),
+    (error: Error) => ({ status: 'failed' as const, http_status: error instanceof ReceiverRefused ? error.httpStatus : null, error: error.message.slice(0, 500), recipients: [] }),
+  );
+  await auditAs(principal, ip)('alert_destination.test', { type: 'alert_destination', id: destination._id }, { type: destination.type, status: outcome.status });
+  return { destination_id: destination._id.toHexString(), ...outcome, attempted_at: now.toISOString(), duration_ms: Math.round(performance.now() - started) };
 }
