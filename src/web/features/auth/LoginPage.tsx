@@ -63,6 +63,9 @@ export function LoginPage() {
         </button>
       )}
       <p className="small">
+        <Link to="/forgot-password">Forgot your password?</Link>
+      </p>
+      <p className="small">
         No account yet? <Link to="/signup">Sign up</Link>
       </p>
     </AuthCard>

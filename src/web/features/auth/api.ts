@@ -23,3 +23,25 @@ export function useLogout() {
     onSettled: () => queryClient.clear(),
   });
 }
+
+/** Asks for the reset mail; the API answers the same whether or not the address has an account. */
+export const useRequestPasswordReset = () =>
+  useMutation({ mutationFn: (body: BodyOf<'/v1/auth/password-reset', 'post'>) => read(api().POST('/v1/auth/password-reset', { body })) });
+
+/** Sets a new password with a mailed link's token; every session of the account ends, so nothing cached stays. */
+export function useResetPassword(token: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: (body: BodyOf<'/v1/auth/password-reset/{token}', 'post'>) => read(api().POST('/v1/auth/password-reset/{token}', { params: { path: { token } }, body })),
+    onSuccess: () => queryClient.clear(),
+  });
+}
+
+/** Accepts an invite as the signed-in user; the session moves to the joined organisation, so every read is stale. */
+export function useAcceptInvite(token: string) {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: () => read(api().POST('/v1/invites/{token}/accept', { params: { path: { token } } })),
+    onSuccess: () => queryClient.invalidateQueries(),
+  });
+}

@@ -16,9 +16,20 @@ export function useCan(needed: Role): boolean {
   return role !== undefined && RANK[role] >= RANK[needed];
 }
 
-/** What each role may do, in the words the members page and disabled actions use. */
+/** The roles from lowest to highest. */
+export const ROLES: readonly Role[] = ['member', 'admin', 'owner'];
+
+/** The roles a person with `role` may grant (to an invite, a member or an API key): none above their own. */
+export const rolesUpTo = (role: Role | undefined): Role[] => (role === undefined ? [] : ROLES.filter((candidate) => RANK[candidate] <= RANK[role]));
+
+/**
+ * What each role may do, as the API's routes allow it (their `access` and the members rules), in the words
+ * the members page and disabled actions use.
+ */
 export const ROLE_ABILITIES: Record<Role, string> = {
-  member: 'reads every view, changes issue status, manages cron checks, uptime monitors and dashboards',
-  admin: 'also manages projects, DSNs, API keys, members, alert destinations, digests, integrations and settings',
-  owner: 'also manages single sign-on and billing, watches session replays, and can transfer ownership',
+  member:
+    'reads every view, the members and the settings (not the API keys, audit log, alert destinations, digest schedule, integrations or single sign-on); resolves, ignores and reopens issues; manages cron checks, uptime monitors, dashboards and deployments; uploads source maps; starts AI investigations',
+  admin:
+    'also manages projects, DSNs, the session-replay switch, source maps, API keys, alert destinations, the digest schedule, integrations, single sign-on, checkout and the organization settings; invites, changes and removes admins and members; reads the API keys and the audit log',
+  owner: 'also watches session replays, and grants, changes and removes the owner role (an organization always keeps at least one owner)',
 };

@@ -1,6 +1,176 @@
+import { useState, type FormEvent } from 'react';
+import { Link } from 'react-router';
 import { PageHeader } from '../../components/PageHeader';
+import { EmptyState, QueryView } from '../../components/states';
+import { Pager, Table, type Column } from '../../components/Table';
+import { formatTime, timeZone } from '../../lib/format';
+import { useQueryParams } from '../../lib/url-state';
+import { useCan } from '../auth/permissions';
+import { useApiKeyDirectory, useAuditLog, useMemberDirectory, type ApiKey, type AuditEntry, type Member } from './people-api';
+import { RoleLimit } from './RoleLimit';
+import './people.css';
 
-// placeholder until the page is built (issue 20)
-export default function Page() {
-  return <PageHeader title="Audit log" />;
+interface Directory {
+  members: Map<string, Member> | undefined;
+  keys: Map<string, ApiKey> | undefined;
+}
+
+const text = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
+
+/** Who acted, by the name a person knows: a member's address, a key's name; ids only for those gone since. */
+function actorName({ type, id }: AuditEntry['actor'], { members, keys }: Directory): string {
+  if (type === 'system') return 'Sluice';
+  if (type === 'user') return (id && members?.get(id)?.email) || `user ${id}`;
+  if (type === 'api_key') {
+    const key = id ? keys?.get(id) : undefined;
+    return key ? `API key "${key.name}"` : `API key ${id} (revoked)`;
+  }
+  return `${type} ${id ?? ''}`;
+}
+
+/** What was acted on; members and keys that are gone are named from the entry's own details when it has them. */
+function targetName({ target, details }: AuditEntry, { members, keys }: Directory): string {
+  const remembered = (key: string) => (typeof details?.[key] === 'string' ? (details[key] as string) : undefined);
+  switch (target.type) {
+    case 'organization':
+      return 'the organization';
+    case 'member':
+    case 'user':
+      return `${target.type} ${members?.get(target.id)?.email ?? remembered('email') ?? target.id}`;
+    case 'api_key': {
+      const name = keys?.get(target.id)?.name ?? remembered('name');
+      return name ? `API key "${name}"` : `API key ${target.id}`;
+    }
+    default:
+      return `${target.type.replaceAll('_', ' ')} ${target.id}`;
+  }
+}
+
+/** The entry's details, one line each; a change reads "from → to". */
+function Details({ details }: { details: AuditEntry['details'] }) {
+  if (!details || Object.keys(details).length === 0) return <span className="muted">—</span>;
+  return (
+    <ul className="audit-details small">
+      {Object.entries(details).map(([key, value]) => {
+        const change = value && typeof value === 'object' && 'from' in value && 'to' in value ? (value as { from: unknown; to: unknown }) : undefined;
+        return (
+          <li key={key}>
+            <span className="muted">{key.replaceAll('_', ' ')}:</span> {change ? `${text(change.from)} → ${text(change.to)}` : text(value)}
+          </li>
+        );
+      })}
+    </ul>
+  );
+}
+
+/** `?action=`: the one filter the API takes, typed or picked by following an action in the list. */
+function ActionFilter({ action, seen }: { action: string | undefined; seen: string[] }) {
+  const { update } = useQueryParams();
+  const [typed, setTyped] = useState(action ?? '');
+  const submit = (event: FormEvent) => {
+    event.preventDefault();
+    update({ action: typed.trim() });
+  };
+  return (
+    <form className="toolbar" role="search" aria-label="Audit log filter" onSubmit={submit}>
+      <label className="field">
+        <span>Action</span>
+        <input name="action" list="audit-actions" maxLength={100} value={typed} onChange={(event) => setTyped(event.target.value)} placeholder="member.invite" />
+        <datalist id="audit-actions">
+          {seen.map((name) => (
+            <option key={name} value={name} />
+          ))}
+        </datalist>
+      </label>
+      <div className="actions">
+        <button type="submit" className="primary">
+          Filter
+        </button>
+        {action && (
+          <button
+            type="button"
+            onClick={() => {
+              setTyped('');
+              update({ action: undefined });
+            }}
+          >
+            Show every action
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}
+
+function AuditTable({ page, action, cursor, directory }: { page: { data: AuditEntry[]; next_cursor: string | null }; action: string | undefined; cursor: string | undefined; directory: Directory }) {
+  const { params, update } = useQueryParams();
+  /** The same view narrowed to one action, from its first page. */
+  const only = (name: string) => {
+    const next = new URLSearchParams(params);
+    next.set('action', name);
+    next.delete('cursor');
+    return `?${next}`;
+  };
+  if (page.data.length === 0 && !cursor) {
+    return (
+      <EmptyState title={action ? `No "${action}" entries` : 'Nothing recorded yet'}>
+        <p>{action ? 'Check the action’s spelling (e.g. member.invite, api_key.create), or show every action.' : 'Sign-ins, invites, role changes, keys and settings changes are recorded here as they happen.'}</p>
+      </EmptyState>
+    );
+  }
+  const columns: Column<AuditEntry>[] = [
+    { header: `Time (${timeZone()})`, cell: (entry) => <time dateTime={entry.at} className="nowrap">{formatTime(entry.at)}</time> },
+    { header: 'Actor', cell: (entry) => <span className="audit-actor">{actorName(entry.actor, directory)}</span> },
+    {
+      header: 'Action',
+      cell: (entry) => (
+        <Link to={only(entry.action)} title={`Only ${entry.action} entries`}>
+          <code>{entry.action}</code>
+        </Link>
+      ),
+    },
+    { header: 'Target', cell: (entry) => <span className="wrap-anywhere">{targetName(entry, directory)}</span> },
+    { header: 'Details', cell: (entry) => <Details details={entry.details} /> },
+    {
+      header: 'From',
+      cell: (entry) => (
+        <div className="small">
+          {entry.ip ?? '—'}
+          {entry.request_id && <div className="muted mono wrap-anywhere">request {entry.request_id}</div>}
+        </div>
+      ),
+    },
+  ];
+  return (
+    <>
+      <Table caption={action ? `Audit entries for ${action}` : 'Audit entries, newest first'} columns={columns} rows={page.data} rowKey={(entry) => entry.id} />
+      <Pager nextCursor={page.next_cursor} hasPrevious={Boolean(cursor)} onNext={(next) => update({ cursor: next })} onFirst={() => update({ cursor: undefined })} />
+    </>
+  );
+}
+
+export default function AuditLogPage() {
+  const { get } = useQueryParams();
+  const action = get('action');
+  const cursor = get('cursor');
+  const canRead = useCan('admin');
+  const log = useAuditLog(action, cursor, canRead);
+  const members = useMemberDirectory();
+  const keys = useApiKeyDirectory(canRead);
+  const seen = [...new Set(log.data?.data.map((entry) => entry.action))].sort();
+  return (
+    <>
+      <PageHeader title="Audit log" description="Who did what in the organization, and when: sign-ins, members, keys, projects and settings, newest first." />
+      {canRead ? (
+        <>
+          <ActionFilter key={action ?? ''} action={action} seen={seen} />
+          <QueryView query={log} loadingLabel="Loading the audit log…">
+            {(page) => <AuditTable page={page} action={action} cursor={cursor} directory={{ members: members.data, keys: keys.data }} />}
+          </QueryView>
+        </>
+      ) : (
+        <RoleLimit>Only owners and admins can read the audit log.</RoleLimit>
+      )}
+    </>
+  );
 }
