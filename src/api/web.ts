@@ -3,6 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http';
 import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { aiEnabled } from '../shared/clients/ai.js';
 import type { Config } from '../shared/config.js';
 
 /** Where `npm run build` puts the dashboard: dist/web beside dist/main.js (and beside src/ when run from source). */
@@ -25,7 +26,7 @@ const portOf = (url: URL) => url.port || (url.protocol === 'https:' ? '443' : '8
 const isLoopback = (hostname: string) => hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
 
 export interface DashboardOptions {
-  config: Pick<Config, 'API_PUBLIC_URL' | 'DASHBOARD_ORIGIN' | 'INGEST_PUBLIC_URL'>;
+  config: Pick<Config, 'API_PUBLIC_URL' | 'DASHBOARD_ORIGIN' | 'INGEST_PUBLIC_URL' | 'OLLAMA_HOST' | 'OLLAMA_API_KEY'>;
   /** The port the API listens on, for the API's URL on the host the browser used. */
   apiPort: number;
   root?: string;
@@ -85,7 +86,7 @@ export function dashboardHandler({ config, apiPort, root = WEB_ROOT }: Dashboard
         return;
       }
       if (url.pathname === '/config.json') {
-        const body = JSON.stringify({ api_url: apiUrl, sso: Boolean(config.API_PUBLIC_URL), ingest_url: config.INGEST_PUBLIC_URL });
+        const body = JSON.stringify({ api_url: apiUrl, sso: Boolean(config.API_PUBLIC_URL), ai: aiEnabled(config), ingest_url: config.INGEST_PUBLIC_URL });
         res.writeHead(200, { 'Content-Type': types['.json']!, 'Cache-Control': 'no-store' }).end(req.method === 'HEAD' ? undefined : body);
         return;
       }

@@ -6,6 +6,8 @@ export interface RuntimeConfig {
   api_url: string;
   /** Single sign-on is on (the API has a public URL). */
   sso: boolean;
+  /** AI investigations are on (a model is configured). Absent when a team serves the app itself: the app then asks the API, which answers 501 while they are off. */
+  ai?: boolean;
   ingest_url: string;
 }
 
