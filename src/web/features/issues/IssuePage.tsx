@@ -11,6 +11,8 @@ import { LevelBadge, SeenAt, StatusBadge } from './parts';
 import { StackFrames } from './StackFrames';
 import { Breadcrumbs } from './Breadcrumbs';
 import { EventContext } from './EventContext';
+import { Investigation } from './Investigation';
+import { ReleaseHealth } from './ReleaseHealth';
 import './issues.css';
 
 /** How many of the newest events the end users and the feedback are drawn from. */
@@ -231,6 +233,8 @@ function IssueDetail({ issue }: { issue: Issue }) {
     <>
       <PageHeader title={issue.title} description={issue.culprit ?? undefined} actions={<StatusActions issue={issue} />} />
       <IssueSummary issue={issue} />
+      <ReleaseHealth issue={issue} />
+      <Investigation issueID={issue.id} />
       {recent.isError && <ErrorNotice error={recent.error} title="The issue's events did not load" />}
       <EventsChart issueID={issue.id} />
       {latest ? (
