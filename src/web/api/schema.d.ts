@@ -265,8 +265,12 @@ export interface paths {
   "/v1/alert-destinations": {
     /** Where alerts are sent: webhook and Slack URLs masked after the host, secrets never shown, each email address with whether it is confirmed. */
     get: operations["getV1AlertDestinations"];
-    /** Add an email (each new address is mailed a confirmation link first), webhook (signed with X-Sluice-Signature when a secret is set) or Slack destination, optionally for some kinds or projects only. */
+    /** Add an email (each new address is mailed a confirmation link first), webhook (signed with X-Sluice-Signature when a secret is given, or generated with generate_secret and answered once) or Slack destination, optionally for some kinds or projects only. */
     post: operations["postV1AlertDestinations"];
+  };
+  "/v1/alert-destinations/{destinationID}/test": {
+    /** Send a test alert to the destination now, as real alerts are delivered (signed webhook, Slack, mail to confirmed addresses, through the outbound guard), and answer the outcome: delivered or failed, with the HTTP status and error. Nothing is stored as an alert. */
+    post: operations["postV1AlertDestinationsDestinationIDTest"];
   };
   "/v1/alert-destinations/{destinationID}": {
     /** Remove a destination; deliveries still pending to it are dropped. */
@@ -417,6 +421,10 @@ export interface paths {
   "/v1/usage": {
     /** Usage this calendar month (UTC) per category, in total and per project, against the plan figures. Informational: exceeding a figure never throttles or drops telemetry (see `caveat`). */
     get: operations["getV1Usage"];
+  };
+  "/v1/checkout": {
+    /** Start a purchase of the configured price: returns the hosted checkout page. Send an `Idempotency-Key` header (else the `X-Request-Id` is used) so that a retry returns the same session. */
+    post: operations["postV1Checkout"];
   };
   "/v1/openapi.json": {
     /** This OpenAPI 3.1 document. */
@@ -3651,7 +3659,7 @@ export interface operations {
       };
     };
   };
-  /** Add an email (each new address is mailed a confirmation link first), webhook (signed with X-Sluice-Signature when a secret is set) or Slack destination, optionally for some kinds or projects only. */
+  /** Add an email (each new address is mailed a confirmation link first), webhook (signed with X-Sluice-Signature when a secret is given, or generated with generate_secret and answered once) or Slack destination, optionally for some kinds or projects only. */
   postV1AlertDestinations: {
     requestBody: {
       content: {
@@ -3668,6 +3676,7 @@ export interface operations {
           /** Format: uri */
           url: string;
           secret?: string;
+          generate_secret?: boolean;
           name?: string;
           kinds?: ("issue.new" | "issue.regression" | "cron.down" | "uptime.down" | "uptime.tls_expiring" | "anomaly" | "endpoint.surge" | "log.surge" | "deployment.degraded")[];
           project_ids?: string[];
@@ -3701,6 +3710,38 @@ export interface operations {
             kinds: ("issue.new" | "issue.regression" | "cron.down" | "uptime.down" | "uptime.tls_expiring" | "anomaly" | "endpoint.surge" | "log.surge" | "deployment.degraded")[];
             project_ids: string[];
             created_at: string;
+            secret?: string;
+          };
+        };
+      };
+      /** @description Error (CONTRACT.md codes) */
+      default: {
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  /** Send a test alert to the destination now, as real alerts are delivered (signed webhook, Slack, mail to confirmed addresses, through the outbound guard), and answer the outcome: delivered or failed, with the HTTP status and error. Nothing is stored as an alert. */
+  postV1AlertDestinationsDestinationIDTest: {
+    parameters: {
+      path: {
+        destinationID: string;
+      };
+    };
+    responses: {
+      /** @description Success */
+      200: {
+        content: {
+          "application/json": {
+            destination_id: string;
+            /** @enum {string} */
+            status: "delivered" | "failed";
+            http_status: number | null;
+            error: string | null;
+            recipients: string[];
+            attempted_at: string;
+            duration_ms: number;
           };
         };
       };
@@ -4490,10 +4531,10 @@ export interface operations {
         "application/json": {
           name: string;
           description?: string | null;
-          /** @default [] */
           widgets?: ({
               id?: string;
-              title: string;
+              /** @description Shown above the widget. When absent: the view's label, then the values of its parameters other than project, from, to, limit, cursor, step and sort, in the order given ("Issues: unresolved", "Metric: queue.depth · max"), stored as its title. */
+              title?: string;
               /** @enum {string} */
               type: "timeseries" | "number" | "table" | "list";
               query: {
@@ -4714,7 +4755,8 @@ export interface operations {
         "application/json": {
           widgets: ({
               id?: string;
-              title: string;
+              /** @description Shown above the widget. When absent: the view's label, then the values of its parameters other than project, from, to, limit, cursor, step and sort, in the order given ("Issues: unresolved", "Metric: queue.depth · max"), stored as its title. */
+              title?: string;
               /** @enum {string} */
               type: "timeseries" | "number" | "table" | "list";
               query: {
@@ -5706,6 +5748,34 @@ export interface operations {
                 quantity: number;
               })[];
             caveat: string;
+          };
+        };
+      };
+      /** @description Error (CONTRACT.md codes) */
+      default: {
+        content: {
+          "application/json": components["schemas"]["Error"];
+        };
+      };
+    };
+  };
+  /** Start a purchase of the configured price: returns the hosted checkout page. Send an `Idempotency-Key` header (else the `X-Request-Id` is used) so that a retry returns the same session. */
+  postV1Checkout: {
+    requestBody: {
+      content: {
+        "application/json": {
+          /** @default 1 */
+          quantity?: number;
+        };
+      };
+    };
+    responses: {
+      /** @description Success */
+      201: {
+        content: {
+          "application/json": {
+            id: string;
+            url: string;
           };
         };
       };

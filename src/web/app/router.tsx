@@ -83,6 +83,7 @@ export const routes: RouteObject[] = [
           { path: 'integrations', ...page(() => import('../features/settings/IntegrationsPage')) },
           { path: 'sso', ...page(() => import('../features/settings/SsoPage')) },
           { path: 'usage', ...page(() => import('../features/settings/UsagePage')) },
+          { path: 'billing', ...page(() => import('../features/settings/BillingReturnPage')) },
           { path: 'audit-log', ...page(() => import('../features/settings/AuditLogPage')) },
         ],
       },
