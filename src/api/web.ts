@@ -22,6 +22,9 @@ const types: Record<string, string> = {
   '.txt': 'text/plain; charset=utf-8',
 };
 
+/** The document the session-replay player draws in (src/web/public/replay-frame.html). */
+export const REPLAY_STAGE_PATH = '/replay-frame.html';
+
 const portOf = (url: URL) => url.port || (url.protocol === 'https:' ? '443' : '80');
 const isLoopback = (hostname: string) => hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
 
@@ -56,7 +59,8 @@ export function dashboardHandler({ config, apiPort, root = WEB_ROOT }: Dashboard
         "img-src 'self' data:",
         "font-src 'self'",
         `connect-src 'self' ${apiOrigin}`,
-        "frame-src 'none'",
+        // only the session-replay stage: every other page of this origin refuses to be framed (frame-ancestors)
+        "frame-src 'self'",
         "object-src 'none'",
         "base-uri 'none'",
         "form-action 'self'",
@@ -68,6 +72,16 @@ export function dashboardHandler({ config, apiPort, root = WEB_ROOT }: Dashboard
     res.setHeader('Cross-Origin-Opener-Policy', 'same-origin');
   };
   const indexHtml = () => readFile(join(root, 'index.html'));
+  /**
+   * The session-replay stage (/replay-frame.html), framed by the replay page only: rrweb rebuilds the recorded
+   * page inside it, inline styles and all, which the dashboard's own policy refuses. The stage runs no script
+   * and loads nothing but its player's stylesheet, so a recording never makes the viewer's browser fetch anything.
+   */
+  const replayStagePolicy = (res: ServerResponse) =>
+    res.setHeader(
+      'Content-Security-Policy',
+      ["default-src 'none'", "style-src 'self' 'unsafe-inline'", 'img-src data:', 'font-src data:', "base-uri 'none'", "form-action 'none'", "frame-ancestors 'self'"].join('; '),
+    );
 
   return (req, res) => {
     void (async () => {
@@ -95,6 +109,7 @@ export function dashboardHandler({ config, apiPort, root = WEB_ROOT }: Dashboard
       const found = inside && extname(file) !== '' ? await stat(file).catch(() => undefined) : undefined;
       if (found?.isFile()) {
         const immutable = url.pathname.startsWith('/assets/');
+        if (url.pathname === REPLAY_STAGE_PATH) replayStagePolicy(res);
         res.writeHead(200, {
           'Content-Type': types[extname(file)] ?? 'application/octet-stream',
           'Content-Length': found.size,
