@@ -1,9 +1,9 @@
 import { useState, type FormEvent } from 'react';
 import { Link, useNavigate, useParams } from 'react-router';
-import { ApiError, type AnswerOf } from '../../api/client';
+import type { AnswerOf } from '../../api/client';
 import { ErrorNotice, Loading } from '../../components/states';
 import { AuthCard } from './AuthCard';
-import { useAcceptInvite, useLogin, useLogout, useMe, useRegister } from './api';
+import { useAcceptInvite, useLogin, useLogout, useOptionalMe, useRegister } from './api';
 
 // The API names an invite's organisation only to whoever uses its token, so this page says "an invitation".
 const TERMS = 'An invitation works once, for the address it was sent to, within 7 days of being sent.';
@@ -94,11 +94,12 @@ function SignedIn({ token, account, onLoggedOut }: { token: string; account: Ans
 /** The page an invite link opens, signed in or not. */
 export default function InvitePage() {
   const { token = '' } = useParams();
-  const me = useMe();
-  // after logging out here, the page offers sign-up and log-in whatever the (cleared) account query says
-  const [loggedOut, setLoggedOut] = useState(false);
-  const signedOut = loggedOut || (me.error instanceof ApiError && me.error.status === 401);
-  if (signedOut) return <SignedOut token={token} />;
+  const me = useOptionalMe();
+  // once signed out (or logged out here), the page stays on sign-up and log-in: signing up signs in, and the
+  // account query answering then must not swap the form away before it has moved on to the joined organisation
+  const [signedOut, setSignedOut] = useState(false);
+  if (!signedOut && me.data === null) setSignedOut(true);
+  if (signedOut || me.data === null) return <SignedOut token={token} />;
   if (me.isPending) {
     return (
       <AuthCard title="You are invited to Sluice">
@@ -113,5 +114,5 @@ export default function InvitePage() {
       </AuthCard>
     );
   }
-  return <SignedIn token={token} account={me.data} onLoggedOut={() => setLoggedOut(true)} />;
+  return <SignedIn token={token} account={me.data} onLoggedOut={() => setSignedOut(true)} />;
 }

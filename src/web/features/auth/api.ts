@@ -1,8 +1,26 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { api, read, type BodyOf } from '../../api/client';
+import { ApiError, api, read, type BodyOf } from '../../api/client';
 
 /** The signed-in user, organisation and role; a 401 means nobody is signed in. */
 export const useMe = () => useQuery({ queryKey: ['me'], queryFn: ({ signal }) => read(api().GET('/v1/me', { signal })), retry: false, staleTime: 60_000 });
+
+/**
+ * The signed-in account, or null when nobody is signed in: for the pages a mailed link opens, which work
+ * either way. The 401 is an answer here, not an error, so it does not send the browser to the login page.
+ */
+export const useOptionalMe = () =>
+  useQuery({
+    queryKey: ['me', 'optional'],
+    queryFn: async ({ signal }) => {
+      try {
+        return await read(api().GET('/v1/me', { signal }));
+      } catch (error) {
+        if (error instanceof ApiError && error.status === 401) return null;
+        throw error;
+      }
+    },
+    retry: false,
+  });
 
 export function useLogin() {
   const queryClient = useQueryClient();

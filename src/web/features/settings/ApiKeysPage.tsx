@@ -8,21 +8,21 @@ import { EmptyState, ErrorNotice, QueryView } from '../../components/states';
 import { Pager, Table, type Column } from '../../components/Table';
 import { formatAgo, formatTime, timeZone } from '../../lib/format';
 import { useQueryParams } from '../../lib/url-state';
-import { rolesUpTo, useCan, useRole, type Role } from '../auth/permissions';
+import { useCan, useRole, type Role } from '../auth/permissions';
 import { useApiKeys, useCreateApiKey, useMemberDirectory, useRevokeApiKey, type ApiKey } from './people-api';
 import { RoleLimit } from './RoleLimit';
+import { RoleSelect } from './RoleSelect';
 import './people.css';
 
 function CreateKeyForm() {
   const create = useCreateApiKey();
   const myRole = useRole();
-  const grantable = rolesUpTo(myRole);
   const [name, setName] = useState('');
   // a key defaults to its creator's role, as the API does
-  const [role, setRole] = useState<Role | undefined>(myRole);
+  const [role, setRole] = useState<Role>(myRole ?? 'member');
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    create.mutate({ name, ...(role && { role }) }, { onSuccess: () => setName('') });
+    create.mutate({ name, role }, { onSuccess: () => setName('') });
   };
   const created = create.data;
   return (
@@ -34,16 +34,7 @@ function CreateKeyForm() {
           <span>Key name</span>
           <input name="name" required maxLength={100} value={name} onChange={(event) => setName(event.target.value)} placeholder="deploy pipeline" />
         </label>
-        <label className="field">
-          <span>Role</span>
-          <select name="role" value={role} onChange={(event) => setRole(event.target.value as Role)}>
-            {grantable.map((choice) => (
-              <option key={choice} value={choice}>
-                {choice}
-              </option>
-            ))}
-          </select>
-        </label>
+        <RoleSelect label="Role" value={role} onChange={setRole} />
         <button type="submit" className="primary" disabled={create.isPending}>
           {create.isPending ? 'Creating…' : 'Create key'}
         </button>

@@ -13,32 +13,49 @@ import './people.css';
 interface Directory {
   members: Map<string, Member> | undefined;
   keys: Map<string, ApiKey> | undefined;
+  /** Names the page's own entries recorded for members and keys since removed (an invite's or removal's `email`, a key's `name`). */
+  recorded: Map<string, string>;
 }
 
 const text = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
 
+/** The names the entries themselves carry, by target id: what a removed member or revoked key was called. */
+function recordedNames(entries: AuditEntry[]): Map<string, string> {
+  const names = new Map<string, string>();
+  for (const { target, details } of entries) {
+    const name = details?.email ?? details?.name;
+    if ((target.type === 'member' || target.type === 'api_key') && typeof name === 'string') names.set(target.id, name);
+  }
+  return names;
+}
+
 /** Who acted, by the name a person knows: a member's address, a key's name; ids only for those gone since. */
-function actorName({ type, id }: AuditEntry['actor'], { members, keys }: Directory): string {
+function actorName({ type, id }: AuditEntry['actor'], { members, keys, recorded }: Directory): string {
   if (type === 'system') return 'Sluice';
-  if (type === 'user') return (id && members?.get(id)?.email) || `user ${id}`;
+  // "gone" only once the directory has answered: until then an id is just not named yet
+  if (type === 'user') return (id && members?.get(id)?.email) || `user ${id}${members ? ' (no longer a member)' : ''}`;
   if (type === 'api_key') {
-    const key = id ? keys?.get(id) : undefined;
-    return key ? `API key "${key.name}"` : `API key ${id} (revoked)`;
+    const name = id ? (keys?.get(id)?.name ?? recorded.get(id)) : undefined;
+    return name ? `API key "${name}"` : `API key ${id}${keys ? ' (revoked)' : ''}`;
   }
   return `${type} ${id ?? ''}`;
 }
 
-/** What was acted on; members and keys that are gone are named from the entry's own details when it has them. */
-function targetName({ target, details }: AuditEntry, { members, keys }: Directory): string {
-  const remembered = (key: string) => (typeof details?.[key] === 'string' ? (details[key] as string) : undefined);
+/** What was acted on; members and keys that are gone are named from what the entries recorded, when they did. */
+function targetName({ target }: AuditEntry, { members, keys, recorded }: Directory): string {
   switch (target.type) {
     case 'organization':
       return 'the organization';
-    case 'member':
     case 'user':
-      return `${target.type} ${members?.get(target.id)?.email ?? remembered('email') ?? target.id}`;
+      return `user ${members?.get(target.id)?.email ?? target.id}`;
+    case 'member': {
+      const current = members?.get(target.id)?.email;
+      if (current) return `member ${current}`;
+      if (!members) return `member ${target.id}`;
+      return `member ${recorded.get(target.id) ?? target.id} (removed)`;
+    }
     case 'api_key': {
-      const name = keys?.get(target.id)?.name ?? remembered('name');
+      const name = keys?.get(target.id)?.name ?? recorded.get(target.id);
       return name ? `API key "${name}"` : `API key ${target.id}`;
     }
     default:
@@ -102,8 +119,9 @@ function ActionFilter({ action, seen }: { action: string | undefined; seen: stri
   );
 }
 
-function AuditTable({ page, action, cursor, directory }: { page: { data: AuditEntry[]; next_cursor: string | null }; action: string | undefined; cursor: string | undefined; directory: Directory }) {
+function AuditTable({ page, action, cursor, directory: known }: { page: { data: AuditEntry[]; next_cursor: string | null }; action: string | undefined; cursor: string | undefined; directory: Omit<Directory, 'recorded'> }) {
   const { params, update } = useQueryParams();
+  const directory: Directory = { ...known, recorded: recordedNames(page.data) };
   /** The same view narrowed to one action, from its first page. */
   const only = (name: string) => {
     const next = new URLSearchParams(params);

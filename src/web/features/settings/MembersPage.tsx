@@ -1,4 +1,4 @@
-import { useState, type FormEvent } from 'react';
+import { useEffect, useState, type FormEvent } from 'react';
 import { useNavigate } from 'react-router';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { PageHeader } from '../../components/PageHeader';
@@ -8,27 +8,11 @@ import { Pager, Table, type Column } from '../../components/Table';
 import { formatTime, timeZone } from '../../lib/format';
 import { useQueryParams } from '../../lib/url-state';
 import { useMe } from '../auth/api';
-import { ROLE_ABILITIES, ROLES, rolesUpTo, useCan, useRole, type Role } from '../auth/permissions';
+import { ROLE_ABILITIES, ROLES, rolesUpTo, useCan, type Role } from '../auth/permissions';
 import { useChangeMemberRole, useInviteMember, useMembers, useRemoveMember, type Member } from './people-api';
 import { RoleLimit } from './RoleLimit';
+import { RoleSelect } from './RoleSelect';
 import './people.css';
-
-/** A role picker offering only the roles the signed-in person may grant. */
-function RoleSelect({ label, value, onChange, hiddenLabel = false }: { label: string; value: Role; onChange: (role: Role) => void; hiddenLabel?: boolean }) {
-  const grantable = rolesUpTo(useRole());
-  return (
-    <label className={hiddenLabel ? undefined : 'field'}>
-      <span className={hiddenLabel ? 'visually-hidden' : undefined}>{label}</span>
-      <select name="role" value={value} onChange={(event) => onChange(event.target.value as Role)}>
-        {grantable.map((role) => (
-          <option key={role} value={role}>
-            {role}
-          </option>
-        ))}
-      </select>
-    </label>
-  );
-}
 
 function InviteForm() {
   const invite = useInviteMember();
@@ -68,6 +52,8 @@ function InviteForm() {
 function RoleCell({ member, manageable }: { member: Member; manageable: boolean }) {
   const change = useChangeMemberRole();
   const [role, setRole] = useState<Role>(member.role);
+  // the list read again (after this change or another's) shows the role the API holds
+  useEffect(() => setRole(member.role), [member.role]);
   if (!manageable) {
     return (
       <>
@@ -88,6 +74,11 @@ function RoleCell({ member, manageable }: { member: Member; manageable: boolean 
           Change role
         </button>
       </form>
+      {change.isSuccess && change.data.role === member.role && (
+        <p className="small muted role-changed" role="status">
+          Now {member.role}.
+        </p>
+      )}
       {change.isError && <ErrorNotice error={change.error} title="The role was not changed" />}
     </>
   );
@@ -143,7 +134,7 @@ function MemberTable({ page, cursor }: { page: { data: Member[]; next_cursor: st
         </div>
       ),
     },
-    { header: 'Role', cell: (member) => <RoleCell key={`${member.id}:${member.role}`} member={member} manageable={manageable(member)} /> },
+    { header: 'Role', cell: (member) => <RoleCell member={member} manageable={manageable(member)} /> },
     { header: 'Status', cell: (member) => <span className={`badge${member.status === 'active' ? ' ok' : ''}`}>{member.status}</span> },
     { header: `Since (${timeZone()})`, cell: (member) => <time dateTime={member.created_at}>{formatTime(member.created_at)}</time> },
   ];
