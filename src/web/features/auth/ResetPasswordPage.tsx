@@ -47,9 +47,9 @@ export default function ResetPasswordPage() {
           <input type="password" name="repeated" autoComplete="new-password" minLength={8} maxLength={256} required value={repeated} onChange={(event) => setRepeated(event.target.value)} aria-invalid={mismatch} />
         </label>
         {mismatch && (
-          <p className="notice error" role="alert">
+          <div className="notice error" role="alert">
             The two passwords differ: type the same one twice.
-          </p>
+          </div>
         )}
         {reset.isError && (
           <>

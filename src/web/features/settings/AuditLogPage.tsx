@@ -17,7 +17,27 @@ interface Directory {
   recorded: Map<string, string>;
 }
 
-const text = (value: unknown) => (typeof value === 'string' ? value : JSON.stringify(value));
+const isRecord = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A recorded value as a person reads it: `none` for nothing, lists and records without JSON's quotes. */
+function text(value: unknown): string {
+  if (value == null || (Array.isArray(value) && value.length === 0)) return 'none';
+  if (Array.isArray(value)) return value.map(text).join('; ');
+  if (isRecord(value)) return Object.entries(value).map(([key, item]) => `${key} ${text(item)}`).join(', ');
+  return String(value);
+}
+
+/** The entry's details as lines; a change of a record (e.g. thresholds) lists only the parts that changed. */
+function detailLines(details: Record<string, unknown>): Array<{ label: string; value: string }> {
+  return Object.entries(details).flatMap(([key, value]) => {
+    const label = key.replaceAll('_', ' ');
+    if (!isRecord(value) || !('from' in value) || !('to' in value)) return [{ label, value: text(value) }];
+    const { from, to } = value;
+    if (!isRecord(from) || !isRecord(to)) return [{ label, value: `${text(from)} → ${text(to)}` }];
+    const parts = [...new Set([...Object.keys(from), ...Object.keys(to)])].filter((part) => JSON.stringify(from[part]) !== JSON.stringify(to[part]));
+    return parts.map((part) => ({ label: `${label} ${part.replaceAll('_', ' ')}`, value: `${text(from[part])} → ${text(to[part])}` }));
+  });
+}
 
 /** The names the entries themselves carry, by target id: what a removed member or revoked key was called. */
 function recordedNames(entries: AuditEntry[]): Map<string, string> {
@@ -65,17 +85,15 @@ function targetName({ target }: AuditEntry, { members, keys, recorded }: Directo
 
 /** The entry's details, one line each; a change reads "from → to". */
 function Details({ details }: { details: AuditEntry['details'] }) {
-  if (!details || Object.keys(details).length === 0) return <span className="muted">—</span>;
+  const lines = details ? detailLines(details) : [];
+  if (lines.length === 0) return <span className="muted">—</span>;
   return (
     <ul className="audit-details small">
-      {Object.entries(details).map(([key, value]) => {
-        const change = value && typeof value === 'object' && 'from' in value && 'to' in value ? (value as { from: unknown; to: unknown }) : undefined;
-        return (
-          <li key={key}>
-            <span className="muted">{key.replaceAll('_', ' ')}:</span> {change ? `${text(change.from)} → ${text(change.to)}` : text(value)}
-          </li>
-        );
-      })}
+      {lines.map(({ label, value }) => (
+        <li key={label}>
+          <span className="muted">{label}:</span> {value}
+        </li>
+      ))}
     </ul>
   );
 }
@@ -138,16 +156,16 @@ function AuditTable({ page, action, cursor, directory: known }: { page: { data: 
   }
   const columns: Column<AuditEntry>[] = [
     { header: `Time (${timeZone()})`, cell: (entry) => <time dateTime={entry.at} className="nowrap">{formatTime(entry.at)}</time> },
-    { header: 'Actor', cell: (entry) => <span className="audit-actor">{actorName(entry.actor, directory)}</span> },
+    { header: 'Actor', cell: (entry) => <span className="audit-name">{actorName(entry.actor, directory)}</span> },
     {
       header: 'Action',
       cell: (entry) => (
-        <Link to={only(entry.action)} title={`Only ${entry.action} entries`}>
+        <Link to={only(entry.action)} className="audit-action" title={`Only ${entry.action} entries`}>
           <code>{entry.action}</code>
         </Link>
       ),
     },
-    { header: 'Target', cell: (entry) => <span className="wrap-anywhere">{targetName(entry, directory)}</span> },
+    { header: 'Target', cell: (entry) => <span className="audit-name">{targetName(entry, directory)}</span> },
     { header: 'Details', cell: (entry) => <Details details={entry.details} /> },
     {
       header: 'From',

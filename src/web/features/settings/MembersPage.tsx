@@ -49,7 +49,7 @@ function InviteForm() {
 }
 
 /** A member's role, changeable when the signed-in person may grant both the current and the new role; the refusal shows in the row. */
-function RoleCell({ member, manageable }: { member: Member; manageable: boolean }) {
+function RoleCell({ member, manageable, reason }: { member: Member; manageable: boolean; reason?: string }) {
   const change = useChangeMemberRole();
   const [role, setRole] = useState<Role>(member.role);
   // the list read again (after this change or another's) shows the role the API holds
@@ -58,7 +58,7 @@ function RoleCell({ member, manageable }: { member: Member; manageable: boolean 
     return (
       <>
         {member.role}
-        {member.role === 'owner' && <div className="small muted">Only an owner can change an owner.</div>}
+        {reason && <div className="small muted">{reason}</div>}
       </>
     );
   }
@@ -134,7 +134,7 @@ function MemberTable({ page, cursor }: { page: { data: Member[]; next_cursor: st
         </div>
       ),
     },
-    { header: 'Role', cell: (member) => <RoleCell member={member} manageable={manageable(member)} /> },
+    { header: 'Role', cell: (member) => <RoleCell member={member} manageable={manageable(member)} reason={canManage && !manageable(member) ? 'Only an owner can change or remove an owner.' : undefined} /> },
     { header: 'Status', cell: (member) => <span className={`badge${member.status === 'active' ? ' ok' : ''}`}>{member.status}</span> },
     { header: `Since (${timeZone()})`, cell: (member) => <time dateTime={member.created_at}>{formatTime(member.created_at)}</time> },
   ];

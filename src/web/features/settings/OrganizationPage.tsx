@@ -113,9 +113,9 @@ function SettingsForm({ settings, canEdit }: { settings: OrganizationSettings; c
       </fieldset>
       {update.isError && <ErrorNotice error={update.error} title="The settings were not saved" />}
       {update.isSuccess && !changed && (
-        <p className="notice ok" role="status">
+        <div className="notice ok" role="status">
           Saved.
-        </p>
+        </div>
       )}
       {canEdit && (
         <div className="actions">
