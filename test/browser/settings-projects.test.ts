@@ -129,6 +129,33 @@ describe('/settings/projects', () => {
   }, 60_000);
 });
 
+test("a member sees the projects' admin actions disabled with the reason, and may still upload", async () => {
+  const email = uniqueEmail('member');
+  const invite = await ownerApi.post('/v1/members', { email, role: 'member' });
+  expect((await new Client(dashboard.apiUrl).post('/v1/auth/register', { email, password: PASSWORD, invite_token: invite.body.invite_token })).status).toBe(201);
+  const context = await dashboard.newContext();
+  const member = await context.newPage();
+  await member.goto('/login');
+  await member.getByLabel('Email').fill(email);
+  await member.getByLabel('Password').fill(PASSWORD);
+  await member.getByRole('button', { name: 'Log in' }).click();
+  await member.waitForURL((url) => url.pathname !== '/login');
+
+  await member.goto(`/settings/projects?project=${project.id}`);
+  const dsns = member.getByRole('region', { name: 'DSNs' });
+  await dsns.getByRole('row').nth(1).waitFor();
+  for (const button of [dsns.getByRole('button', { name: 'Add DSN' }), dsns.getByRole('button', { name: 'Revoke' }).first(), member.getByRole('button', { name: /Turn capture/ }), member.getByRole('button', { name: 'Create project' })]) {
+    expect(await button.isDisabled()).toBe(true);
+  }
+  await showsText(dsns, 'Only admins and owners can add or revoke DSNs.');
+  expect(await member.getByLabel('File', { exact: true }).isDisabled()).toBe(false);
+  expect(await review(member, 'settings-projects-member')).toEqual([]);
+
+  await member.goto('/settings/integrations');
+  await showsText(member.getByRole('main'), 'Only admins and owners can see and change integrations');
+  await context.close();
+}, 60_000);
+
 test('/settings/integrations: GitHub refuses a wrong token in place, then connects; the token is never shown', async () => {
   await page.goto(`/settings/integrations?project=${project.id}`);
   const panel = page.getByRole('region', { name: 'GitHub' });
