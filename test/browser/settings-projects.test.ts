@@ -190,7 +190,7 @@ test('/settings/sso: the connection to the provider, a claimed domain, its TXT r
   const claim = domains.getByRole('listitem', { name: 'storefront-test.example' });
   await claim.waitFor();
   const [claimed] = (await ownerApi.get('/v1/settings/sso/domains')).body.data as Array<{ record: { name: string; value: string } }>;
-  const record = claim.getByRole('table', { name: 'TXT record for storefront-test.example' });
+  const record = claim.getByRole('group', { name: 'TXT record for storefront-test.example' });
   await showsText(record, claimed!.record.name);
   await showsText(record, claimed!.record.value);
   await claim.getByRole('button', { name: 'Copy record value for storefront-test.example' }).click();

@@ -125,34 +125,23 @@ function DomainRow({ claim }: { claim: SsoDomain }) {
         <ol className="step-list small">
           <li>
             Publish this TXT record in the DNS of {claim.domain}:
-            <div className="table-wrap">
-              <table className="record-table">
-                <caption className="visually-hidden">TXT record for {claim.domain}</caption>
-                <thead>
-                  <tr>
-                    <th scope="col">Name</th>
-                    <th scope="col">Type</th>
-                    <th scope="col">Value</th>
-                  </tr>
-                </thead>
-                <tbody>
-                  <tr>
-                    <td>
-                      <div className="dsn">
-                        <code>{claim.record.name}</code>
-                        <CopyButton text={claim.record.name} label={`Copy record name for ${claim.domain}`} />
-                      </div>
-                    </td>
-                    <td>{claim.record.type}</td>
-                    <td>
-                      <div className="dsn">
-                        <code>{claim.record.value}</code>
-                        <CopyButton text={claim.record.value} label={`Copy record value for ${claim.domain}`} />
-                      </div>
-                    </td>
-                  </tr>
-                </tbody>
-              </table>
+            <div role="group" aria-label={`TXT record for ${claim.domain}`} className="txt-record">
+              <dl>
+                <dt>Name</dt>
+                <dd className="dsn">
+                  <code>{claim.record.name}</code>
+                  <CopyButton text={claim.record.name} label={`Copy record name for ${claim.domain}`} />
+                </dd>
+                <dt>Type</dt>
+                <dd>
+                  <code>{claim.record.type}</code>
+                </dd>
+                <dt>Value</dt>
+                <dd className="dsn">
+                  <code>{claim.record.value}</code>
+                  <CopyButton text={claim.record.value} label={`Copy record value for ${claim.domain}`} />
+                </dd>
+              </dl>
             </div>
           </li>
           <li>
