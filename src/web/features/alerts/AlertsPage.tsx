@@ -9,14 +9,12 @@ import { useQueryParams, useScope, useTimeWindow } from '../../lib/url-state';
 import { useCan } from '../auth/permissions';
 import { useProjects } from '../projects/api';
 import { useAlerts, useDestinations, type Alert, type AlertFilters, type Delivery, type Destination } from './api';
-import { ALERT_KINDS, destinationLabel, KIND_LABELS, StatusBadge, subjectPath, TimeAt } from './parts';
+import { ALERT_KINDS, destinationLabel, KIND_LABELS, oneOf, StatusBadge, subjectPath, TimeAt } from './parts';
 import './alerts.css';
 
 const STATUSES = ['open', 'resolved'] as const;
 const COLUMNS = 7;
 
-/** A URL value the API accepts for an enumerated parameter, or nothing (a hand-edited URL may hold anything). */
-const oneOf = <T extends string>(allowed: readonly T[], value: string | undefined): T | undefined => allowed.find((item) => item === value);
 
 /** "2 sent, 1 failed": each delivery status with its count. */
 function deliverySummary(deliveries: readonly Delivery[]): string {
@@ -123,7 +121,7 @@ function AlertTable({ alerts, refreshing }: { alerts: readonly Alert[]; refreshi
               <Fragment key={alert.id}>
                 <tr className={open ? 'expanded' : undefined}>
                   <td className="title-cell">
-                    <button type="button" className="disclosure" aria-expanded={open} aria-controls={`alert-${alert.id}`} onClick={() => update({ alert: open ? undefined : alert.id }, { replace: true })}>
+                    <button type="button" className="disclosure" aria-expanded={open} aria-controls={`alert-${alert.id}`} onClick={() => update({ alert: open ? undefined : alert.id, cursor: get('cursor') }, { replace: true })}>
                       <span aria-hidden="true">{open ? '▾' : '▸'}</span>
                       <span className="alert-title">{alert.title}</span>
                     </button>

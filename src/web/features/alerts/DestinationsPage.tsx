@@ -11,14 +11,12 @@ import { useQueryParams } from '../../lib/url-state';
 import { useRole } from '../auth/permissions';
 import { useProjects } from '../projects/api';
 import { useCreateDestination, useDeleteDestination, useDestinations, useSendTest, type Destination, type NewDestination, type TestOutcome } from './api';
-import { ALERT_KINDS, DESTINATION_TYPES, destinationLabel, KIND_LABELS, TimeAt } from './parts';
+import { ALERT_KINDS, DESTINATION_TYPES, destinationLabel, KIND_LABELS, oneOf, TimeAt } from './parts';
 import './alerts.css';
 
 type DestinationType = Destination['type'];
 const TYPES = Object.keys(DESTINATION_TYPES) as DestinationType[];
 
-/** A URL value the API accepts for an enumerated parameter, or nothing (a hand-edited URL may hold anything). */
-const oneOf = <T extends string>(allowed: readonly T[], value: string | undefined): T | undefined => allowed.find((item) => item === value);
 
 const TYPE_HINTS: Record<DestinationType, string> = {
   email: 'Each address is mailed a confirmation link; alerts go to an address once its owner opens the link.',

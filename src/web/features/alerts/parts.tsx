@@ -17,6 +17,9 @@ export const KIND_LABELS: Record<Alert['kind'], string> = {
 
 export const ALERT_KINDS = Object.keys(KIND_LABELS) as Array<Alert['kind']>;
 
+/** A URL value the API accepts for an enumerated parameter, or nothing (a hand-edited URL may hold anything). */
+export const oneOf = <T extends string>(allowed: readonly T[], value: string | undefined): T | undefined => allowed.find((item) => item === value);
+
 export const DESTINATION_TYPES: Record<Destination['type'], string> = { email: 'Email', webhook: 'Webhook', slack: 'Slack' };
 
 /** Where the dashboard shows what an alert is about, by the API's subject type; undefined when no page does. */
