@@ -373,5 +373,9 @@ test('the OpenAPI document describes the dashboard routes and the view names', a
   expect(Object.keys(document.paths['/v1/dashboards/{dashboardID}'])).toEqual(expect.arrayContaining(['get', 'patch', 'delete']));
   const put = document.paths['/v1/dashboards/{dashboardID}/widgets'].put;
   expect(JSON.stringify(put.requestBody)).toContain('"metrics.series"');
+  // a widget's title may be left out: the API derives one
+  const widget = put.requestBody.content['application/json'].schema.properties.widgets.items;
+  expect(widget.required).toEqual(['type', 'query', 'layout']);
+  expect(widget.properties.title.description).toContain('Issues: unresolved');
   expect(put['x-required-role']).toBe('member');
 });
