@@ -3,7 +3,7 @@ import { createRoot } from 'react-dom/client';
 import { QueryCache, QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { RouterProvider } from 'react-router';
 import { ApiError, loadRuntimeConfig } from './api/client';
-import { createRouter } from './app/router';
+import { createRouter, isPublicPath } from './app/router';
 import './styles.css';
 
 const root = createRoot(document.getElementById('root')!);
@@ -16,7 +16,7 @@ async function start() {
     queryCache: new QueryCache({
       onError: (error) => {
         const { pathname, search } = router.state.location;
-        if (error instanceof ApiError && error.status === 401 && pathname !== '/login' && pathname !== '/signup') {
+        if (error instanceof ApiError && error.status === 401 && !isPublicPath(pathname)) {
           void router.navigate(`/login?next=${encodeURIComponent(pathname + search)}`, { replace: true });
         }
       },

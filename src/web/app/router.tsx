@@ -92,4 +92,7 @@ export const routes: RouteObject[] = [
   },
 ];
 
+/** Pages that work signed out (sign-in itself and the pages a mailed link opens): a 401 there is not a reason to go to the login page. */
+export const isPublicPath = (pathname: string) => /^\/(login|signup|forgot-password|reset-password\/|invites\/|confirm-email\/)/.test(pathname);
+
 export const createRouter = () => createBrowserRouter(routes);
