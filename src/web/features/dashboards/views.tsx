@@ -10,6 +10,7 @@ import type { TimeWindow } from '../../lib/url-state';
 import { useIssues } from '../issues/api';
 import { useLogLines, useLogPatterns, useLogSurges } from '../logs/api';
 import { useAnomalies, useMetricNames, useMetricSeries } from '../metrics/api';
+import { readableUnit, unitOf } from '../metrics/units';
 import { useEndpointSurges, useQueryPatterns, useQueues, useSlowQueries, useTraffic } from '../performance/api';
 import { useProjects } from '../projects/api';
 import { servicePath, useApproaching, useServiceMap, useServices } from '../services/api';
@@ -352,7 +353,7 @@ function MetricNamesBody({ params, scope, title }: BodyProps) {
   const columns: Column<MetricName>[] = [
     { header: 'Metric', cell: (metric) => <Name>{metric.name}</Name> },
     { header: 'Type', cell: (metric) => metric.type.replace('_', ' ') },
-    { header: 'Unit', cell: (metric) => metric.unit ?? '—' },
+    { header: 'Unit', cell: (metric) => readableUnit(metric.unit) || '—' },
     { header: 'Last seen', cell: (metric) => <Ago time={metric.last_seen} /> },
   ];
   return <Rows query={query} rows={(page) => page.data} caption={title} columns={columns} rowKey={(metric) => metric.name} params={params} empty="No metric reported in this window." />;
@@ -377,7 +378,7 @@ function MetricSeriesBody({ params, scope, type, title, height }: BodyProps) {
     const times = lines[0]?.answer.points.map((point) => Date.parse(point.t)) ?? [];
     return {
       times,
-      unit: lines[0]?.answer.unit ?? '',
+      unit: lines[0] ? unitOf(lines[0].answer.type, lines[0].answer.unit, lines[0].answer.aggregation) : '',
       series: lines.map((line) => ({ label: `${line.answer.aggregation}${line.service ? ` · ${line.service}` : ''}`, values: line.answer.points.map((point) => point.value) })),
       points: times.map((time, index): Point => ({ time, values: lines.map((line) => line.answer.points[index]?.value ?? null) })),
     };
