@@ -3,7 +3,7 @@ import { ErrorNotice } from '../../components/states';
 import { formatTime, timeZone } from '../../lib/format';
 import { useProjects } from '../projects/api';
 import type { CheckChange, CronCheck, NewCheck } from './api';
-import { FieldError, fieldErrors, TimeZoneSelect } from './parts';
+import { fieldErrors, FormField, TimeZoneOptions } from './parts';
 import { INTERVAL_UNITS, nextRuns, readCrontab, type IntervalUnit, type Schedule } from './schedule';
 
 /** What the form holds: text as typed, read into the API's body on submit. */
@@ -111,7 +111,6 @@ function SchedulePreview({ schedule, zone, lastCheckIn }: { schedule: Schedule; 
  */
 export function CheckForm(props: { project?: string; submitLabel: string; pending: boolean; error: unknown } & ({ check?: undefined; onSubmit: (body: NewCheck) => void } | { check: CronCheck; onSubmit: (changes: CheckChange) => void })) {
   const { check, project, submitLabel, pending, error } = props;
-  const id = useId();
   const projects = useProjects();
   const [draft, setDraft] = useState<Draft>(() => draftOf(check, project ?? undefined));
   const set = <F extends keyof Draft>(field: F, value: Draft[F]) => setDraft((current) => ({ ...current, [field]: value }));
@@ -137,36 +136,28 @@ export function CheckForm(props: { project?: string; submitLabel: string; pendin
       if (!unchanged) props.onSubmit(changes!);
     } else props.onSubmit(body);
   };
-  const described = (field: string) => (refused[field] ? `${id}-${field}-error` : undefined);
   return (
     <form className="monitor-form" onSubmit={submit} aria-label={check ? 'Edit check' : 'New check'}>
       <div className="form-grid">
         {!check && (
-          <label className="field">
-            <span>Project</span>
-            <select name="project_id" value={projectId} onChange={(event) => set('project_id', event.target.value)} required aria-describedby={described('project_id')}>
-              {projects.data?.data.map((option) => (
-                <option key={option.id} value={option.id}>
-                  {option.name}
-                </option>
-              ))}
-            </select>
-            <FieldError id={`${id}-project_id-error`} message={refused.project_id} />
-          </label>
+          <FormField label="Project" error={refused.project_id}>
+            {(control) => (
+              <select {...control} name="project_id" value={projectId} onChange={(event) => set('project_id', event.target.value)} required>
+                {projects.data?.data.map((option) => (
+                  <option key={option.id} value={option.id}>
+                    {option.name}
+                  </option>
+                ))}
+              </select>
+            )}
+          </FormField>
         )}
-        <label className="field">
-          <span>Name</span>
-          <input name="name" value={draft.name} onChange={(event) => set('name', event.target.value)} required maxLength={200} placeholder="Nightly backup" aria-describedby={described('name')} />
-          <FieldError id={`${id}-name-error`} message={refused.name} />
-        </label>
-        <label className="field">
-          <span>Slug</span>
-          <input name="slug" value={draft.slug} onChange={(event) => set('slug', event.target.value)} maxLength={128} placeholder={check ? undefined : 'from the name'} pattern="[a-z0-9][a-z0-9_\-]*" aria-describedby={`${id}-slug-help ${described('slug') ?? ''}`} />
-          <small id={`${id}-slug-help`} className="field-help">
-            Lower-case letters, digits, - and _. Sentry SDK check-ins find the check by it.
-          </small>
-          <FieldError id={`${id}-slug-error`} message={refused.slug} />
-        </label>
+        <FormField label="Name" error={refused.name}>
+          {(control) => <input {...control} name="name" value={draft.name} onChange={(event) => set('name', event.target.value)} required maxLength={200} placeholder="Nightly backup" />}
+        </FormField>
+        <FormField label="Slug" help="Lower-case letters, digits, - and _. Sentry SDK check-ins find the check by it." error={refused.slug}>
+          {(control) => <input {...control} name="slug" value={draft.slug} onChange={(event) => set('slug', event.target.value)} maxLength={128} placeholder={check ? undefined : 'from the name'} pattern="[a-z0-9][a-z0-9_\-]*" />}
+        </FormField>
       </div>
 
       <fieldset className="schedule-editor">
@@ -182,68 +173,55 @@ export function CheckForm(props: { project?: string; submitLabel: string; pendin
         <div className="schedule-fields">
           <div className="form-grid">
             {draft.type === 'crontab' ? (
-              <label className="field wide">
-                <span>Crontab expression</span>
-                <input
-                  name="crontab"
-                  className="mono"
-                  value={draft.crontab}
-                  onChange={(event) => set('crontab', event.target.value)}
-                  required
-                  maxLength={200}
-                  spellCheck={false}
-                  autoComplete="off"
-                  aria-describedby={`${id}-crontab-help ${described('schedule') ?? ''}`}
-                />
-                <small id={`${id}-crontab-help`} className="field-help">
-                  minute hour day-of-month month day-of-week, e.g. <code>30 2 * * *</code>, <code>*/15 * * * 1-5</code> or <code>@daily</code>
-                </small>
-              </label>
+              <FormField
+                label="Crontab expression"
+                wide
+                error={refused.schedule}
+                help={
+                  <>
+                    minute hour day-of-month month day-of-week, e.g. <code>30 2 * * *</code>, <code>*/15 * * * 1-5</code> or <code>@daily</code>
+                  </>
+                }
+              >
+                {(control) => <input {...control} name="crontab" className="mono" value={draft.crontab} onChange={(event) => set('crontab', event.target.value)} required maxLength={200} spellCheck={false} autoComplete="off" />}
+              </FormField>
             ) : (
               <>
-                <label className="field">
-                  <span>Every</span>
-                  <input name="every" type="number" min={1} max={10_000} step={1} value={draft.every} onChange={(event) => set('every', event.target.value)} required aria-describedby={described('schedule')} />
-                </label>
-                <label className="field">
-                  <span>Unit</span>
-                  <select name="unit" value={draft.unit} onChange={(event) => set('unit', event.target.value as IntervalUnit)}>
-                    {INTERVAL_UNITS.map((unit) => (
-                      <option key={unit} value={unit}>
-                        {unit}s
-                      </option>
-                    ))}
-                  </select>
-                </label>
+                <FormField label="Every" error={refused.schedule}>
+                  {(control) => <input {...control} name="every" type="number" min={1} max={10_000} step={1} value={draft.every} onChange={(event) => set('every', event.target.value)} required />}
+                </FormField>
+                <FormField label="Unit">
+                  {(control) => (
+                    <select {...control} name="unit" value={draft.unit} onChange={(event) => set('unit', event.target.value as IntervalUnit)}>
+                      {INTERVAL_UNITS.map((unit) => (
+                        <option key={unit} value={unit}>
+                          {unit}s
+                        </option>
+                      ))}
+                    </select>
+                  )}
+                </FormField>
               </>
             )}
-            <div className="field">
-              <TimeZoneSelect value={draft.timezone} onChange={(zone) => set('timezone', zone)} describedBy={described('timezone')} />
-              <FieldError id={`${id}-timezone-error`} message={refused.timezone} />
-            </div>
+            <FormField label="Time zone" error={refused.timezone}>
+              {(control) => (
+                <select {...control} name="timezone" value={draft.timezone} onChange={(event) => set('timezone', event.target.value)}>
+                  <TimeZoneOptions value={draft.timezone} />
+                </select>
+              )}
+            </FormField>
           </div>
-          <FieldError id={`${id}-schedule-error`} message={refused.schedule} />
           <SchedulePreview schedule={schedule} zone={draft.timezone} lastCheckIn={check?.last_checkin_at} />
         </div>
       </fieldset>
 
       <div className="form-grid">
-        <label className="field">
-          <span>Grace (minutes)</span>
-          <input name="checkin_margin" type="number" min={1} max={40_320} step={1} value={draft.checkin_margin} onChange={(event) => set('checkin_margin', event.target.value)} required aria-describedby={`${id}-grace-help ${described('checkin_margin') ?? ''}`} />
-          <small id={`${id}-grace-help`} className="field-help">
-            Past the expected time the check is late; past this grace too, a missed run takes it down and raises an alert.
-          </small>
-          <FieldError id={`${id}-checkin_margin-error`} message={refused.checkin_margin} />
-        </label>
-        <label className="field">
-          <span>Maximum runtime (minutes)</span>
-          <input name="max_runtime" type="number" min={1} max={40_320} step={1} value={draft.max_runtime} onChange={(event) => set('max_runtime', event.target.value)} required aria-describedby={`${id}-runtime-help ${described('max_runtime') ?? ''}`} />
-          <small id={`${id}-runtime-help`} className="field-help">
-            A run that sent its start signal and no end within this is timed out.
-          </small>
-          <FieldError id={`${id}-max_runtime-error`} message={refused.max_runtime} />
-        </label>
+        <FormField label="Grace (minutes)" help="Past the expected time the check is late; past this grace too, a missed run takes it down and raises an alert." error={refused.checkin_margin}>
+          {(control) => <input {...control} name="checkin_margin" type="number" min={1} max={40_320} step={1} value={draft.checkin_margin} onChange={(event) => set('checkin_margin', event.target.value)} required />}
+        </FormField>
+        <FormField label="Maximum runtime (minutes)" help="A run that sent its start signal and no end within this is timed out." error={refused.max_runtime}>
+          {(control) => <input {...control} name="max_runtime" type="number" min={1} max={40_320} step={1} value={draft.max_runtime} onChange={(event) => set('max_runtime', event.target.value)} required />}
+        </FormField>
       </div>
       {!check && (
         <label className="inline-field">

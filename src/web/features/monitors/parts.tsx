@@ -71,13 +71,39 @@ export function fieldErrors(error: unknown): Record<string, string> {
   return byField;
 }
 
-/** A field's refusal, beside the field (its input points here with aria-describedby). */
-export const FieldError = ({ id, message }: { id: string; message: string | undefined }) =>
-  message ? (
-    <small id={id} className="field-error" role="alert">
-      {message}
-    </small>
-  ) : null;
+/** What a control takes from its FormField: its id, and the help and refusal that describe it. */
+export interface ControlProps {
+  id: string;
+  'aria-describedby'?: string;
+  'aria-invalid'?: boolean;
+}
+
+/**
+ * A labelled control with its help and the API's refusal beside it. Both sit outside the label, so the
+ * control's name stays its label and they are read as its description.
+ */
+export function FormField({ label, help, error, wide = false, children }: { label: string; help?: ReactNode; error?: string; wide?: boolean; children: (control: ControlProps) => ReactNode }) {
+  const id = useId();
+  const describedBy = [help && `${id}-help`, error && `${id}-error`].filter(Boolean).join(' ');
+  return (
+    <div className={wide ? 'field wide' : 'field'}>
+      <label htmlFor={id} className="field-label">
+        {label}
+      </label>
+      {children({ id, ...(describedBy && { 'aria-describedby': describedBy }), ...(error && { 'aria-invalid': true }) })}
+      {help && (
+        <small id={`${id}-help`} className="field-help">
+          {help}
+        </small>
+      )}
+      {error && (
+        <small id={`${id}-error`} className="field-error" role="alert">
+          {error}
+        </small>
+      )}
+    </div>
+  );
+}
 
 let zones: string[] | undefined;
 /** The IANA zones this browser knows, UTC first. */
@@ -86,19 +112,17 @@ function knownZones(): string[] {
   return zones;
 }
 
-export function TimeZoneSelect({ value, onChange, describedBy }: { value: string; onChange: (zone: string) => void; describedBy?: string }) {
+/** The zones a check's schedule may be read in, with `value` among them. */
+export function TimeZoneOptions({ value }: { value: string }) {
   const options = knownZones().includes(value) ? knownZones() : [value, ...knownZones()];
   return (
-    <label className="field">
-      <span>Time zone</span>
-      <select name="timezone" value={value} onChange={(event) => onChange(event.target.value)} aria-describedby={describedBy}>
-        {options.map((zone) => (
-          <option key={zone} value={zone}>
-            {zone}
-          </option>
-        ))}
-      </select>
-    </label>
+    <>
+      {options.map((zone) => (
+        <option key={zone} value={zone}>
+          {zone}
+        </option>
+      ))}
+    </>
   );
 }
 
