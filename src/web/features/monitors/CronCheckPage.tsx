@@ -136,7 +136,7 @@ const pingColumns = [
     header: 'Output',
     cell: ({ ping }: ClassifiedPing) =>
       ping.excerpt ? (
-        <details className="excerpt">
+        <details className="excerpt message-cell">
           <summary className="small">{ping.excerpt.slice(0, 60)}</summary>
           <pre>{ping.excerpt}</pre>
         </details>
@@ -154,7 +154,7 @@ function CheckTimeline({ check }: { check: CronCheck }) {
   const classified = useMemo(() => (pings.data ? classifyPings(pings.data.items, check) : []), [pings.data, check]);
   const newestFirst = useMemo(() => [...classified].reverse(), [classified]);
   return (
-    <section className="panel" aria-labelledby="pings-heading">
+    <section className="panel history-panel" aria-labelledby="pings-heading">
       <h2 id="pings-heading">Check-ins</h2>
       <QueryView query={pings} loadingLabel="Loading check-ins…">
         {(history) => (

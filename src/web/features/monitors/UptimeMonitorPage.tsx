@@ -83,7 +83,7 @@ const incidentColumns = [
   { header: 'Back up', cell: (incident: Incident) => (incident.end ? <span className="nowrap">{formatTime(incident.end)}</span> : <span className="badge error">ongoing</span>) },
   { header: 'Down for', numeric: true, cell: (incident: Incident) => formatDuration((incident.end ? Date.parse(incident.end) : Date.now()) - Date.parse(incident.start)) },
   { header: 'Failed probes', numeric: true, cell: (incident: Incident) => formatCount(incident.failedProbes) },
-  { header: 'First error', cell: (incident: Incident) => <span className="small wrap-anywhere">{incident.firstError ?? '—'}</span> },
+  { header: 'First error', cell: (incident: Incident) => <span className="small message-cell">{incident.firstError ?? '—'}</span> },
 ];
 
 const probeColumns = [
@@ -92,7 +92,7 @@ const probeColumns = [
   { header: 'Status', numeric: true, cell: (probe: ProbeResult) => probe.status_code ?? '—' },
   { header: 'Response time', numeric: true, cell: (probe: ProbeResult) => formatDuration(probe.latency_ms) },
   { header: 'Certificate', numeric: true, cell: (probe: ProbeResult) => (probe.tls_days_left === null ? '—' : `${probe.tls_days_left} days`) },
-  { header: 'Error', cell: (probe: ProbeResult) => <span className="small wrap-anywhere">{probe.error ?? ''}</span> },
+  { header: 'Error', cell: (probe: ProbeResult) => <span className="small message-cell">{probe.error ?? ''}</span> },
 ];
 
 function ProbeHistory({ monitor, history }: { monitor: UptimeMonitor; history: { items: ProbeResult[]; from: number; to: number; complete: boolean } }) {
@@ -108,14 +108,16 @@ function ProbeHistory({ monitor, history }: { monitor: UptimeMonitor; history: {
         <StatusStrip label="Probes" from={history.from} to={history.to} marks={history.items.map((probe) => ({ time: Date.parse(probe.checked_at), kind: probe.ok ? 'ok' : 'failed' }))} kinds={PROBE_KINDS} />
         {!history.complete && <p className="small muted">The newest {HISTORY_LIMIT.toLocaleString()} probes of this range are shown and counted; pick a shorter range to see all of them.</p>}
       </section>
-      <section className="panel" aria-labelledby="incidents-heading">
+      <section className="panel history-panel" aria-labelledby="incidents-heading">
         <h2 id="incidents-heading">Incidents</h2>
         <p className="small muted">
           Down periods in this range: from the first of {monitor.failure_threshold} failed probe{monitor.failure_threshold === 1 ? '' : 's'} in a row until {monitor.recovery_threshold} successful one{monitor.recovery_threshold === 1 ? '' : 's'} in a row.
         </p>
+        {/* only once the history holds the monitor's latest probe, so it never flashes while the two are read */}
+        {monitor.state === 'down' && history.items[0]?.checked_at === monitor.last_checked_at && !incidents.some((incident) => incident.end === null) && <p className="notice info small">The monitor went down before the probes of this range: widen the range to see when.</p>}
         {incidents.length === 0 ? <p className="muted">No incidents in this range.</p> : <Table caption="Incidents, newest first" captionHidden columns={incidentColumns} rows={incidents} rowKey={(incident) => incident.start} />}
       </section>
-      <section className="panel" aria-labelledby="probes-heading">
+      <section className="panel history-panel" aria-labelledby="probes-heading">
         <h2 id="probes-heading">Probes</h2>
         {history.items.length === 0 ? (
           <p className="muted">No probes in this range yet. The first one runs within seconds of creating or resuming the monitor.</p>

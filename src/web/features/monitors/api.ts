@@ -140,7 +140,7 @@ export const useUptimeMonitor = (monitorID: string) =>
     refetchInterval: ONE_REFRESH_MS,
   });
 
-/** The monitor's probe results over the window, read again when `version` (its last probe and state) changes. */
+/** The monitor's probe results over the window, read again when `version` (its last probe and state) changes; not before the monitor has loaded (`version` empty). */
 export const useProbeResults = (monitorID: string, window: TimeWindow, version: string) =>
   useQuery({
     queryKey: ['uptime-monitors', 'one', monitorID, 'checks', window, version],
@@ -150,6 +150,7 @@ export const useProbeResults = (monitorID: string, window: TimeWindow, version: 
         (cursor) => read(api().GET('/v1/uptime/monitors/{monitorID}/checks', { params: { path: { monitorID }, query: { limit: HISTORY_PAGE, cursor } }, signal })),
         (probe) => probe.checked_at,
       ),
+    enabled: version !== '',
     placeholderData: keepPreviousData,
     refetchInterval: HISTORY_REFRESH_MS,
   });
