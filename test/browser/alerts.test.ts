@@ -5,7 +5,7 @@
  */
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { BrowserContext, Page } from 'playwright-core';
-import { createProjectInBrowser, hasCount, review, showsText, signUpInBrowser, startDashboard, unexpectedProblems, type Dashboard } from '../support/browser.js';
+import { createProjectInBrowser, hasCount, review, showsText, signUpInBrowser, startDashboard, unexpectedProblems, type Dashboard, logInInBrowser } from '../support/browser.js';
 import { PASSWORD, uniqueEmail } from '../support/factories/accounts.js';
 import { envelope, errorEvent } from '../support/factories/telemetry.js';
 import { isConfirmation, startMailCatcher, type MailCatcher } from '../support/smtp.js';
@@ -255,11 +255,7 @@ describe('a member', () => {
     expect(joined.status).toBe(201);
 
     const member = await (await dashboard.newContext()).newPage();
-    await member.goto('/login');
-    await member.getByLabel('Email').fill(memberEmail);
-    await member.getByLabel('Password').fill(PASSWORD);
-    await member.getByRole('button', { name: 'Log in' }).click();
-    await member.waitForURL((url) => url.pathname !== '/login');
+    await logInInBrowser(member, memberEmail, PASSWORD);
 
     await member.goto('/alerts/destinations');
     await showsText(member.getByRole('note'), 'Only admins and owners see and change alert destinations');

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { createProjectInBrowser, hasCount, review, showsText, signUpInBrowser, startDashboard, unexpectedProblems, type Dashboard } from '../support/browser.js';
+import { createProjectInBrowser, hasCount, review, showsText, signUpInBrowser, startDashboard, unexpectedProblems, type Dashboard, logInInBrowser } from '../support/browser.js';
 import { PASSWORD, uniqueEmail } from '../support/factories/accounts.js';
 import { eventId, replayEnvelope } from '../support/factories/telemetry.js';
 import { Client } from '../support/http.js';
@@ -147,11 +147,7 @@ test('a member sees which sessions were recorded and why they may not watch them
   expect(joined.status).toBe(201);
   const context = await dashboard.newContext();
   const member = await context.newPage();
-  await member.goto('/login');
-  await member.getByLabel('Email').fill(email);
-  await member.getByLabel('Password').fill(PASSWORD);
-  await member.getByRole('button', { name: 'Log in' }).click();
-  await member.waitForURL((url) => url.pathname !== '/login');
+  await logInInBrowser(member, email, PASSWORD);
 
   await member.goto(`/replays?project=${shop.projectId}`);
   await showsText(member.getByRole('main'), "Only the organization's owners may watch a recording");

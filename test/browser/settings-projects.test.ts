@@ -7,7 +7,7 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Locator, Page } from 'playwright-core';
-import { createProjectInBrowser, hasCount, review, showsText, signUpInBrowser, startDashboard, unexpectedProblems, type Dashboard } from '../support/browser.js';
+import { createProjectInBrowser, hasCount, review, showsText, signUpInBrowser, startDashboard, unexpectedProblems, type Dashboard, logInInBrowser } from '../support/browser.js';
 import { startDnsServer, type TestDnsServer } from '../support/dns-server.js';
 import { PASSWORD, uniqueEmail } from '../support/factories/accounts.js';
 import { envelope, errorEvent } from '../support/factories/telemetry.js';
@@ -135,11 +135,7 @@ test("a member sees the projects' admin actions disabled with the reason, and ma
   expect((await new Client(dashboard.apiUrl).post('/v1/auth/register', { email, password: PASSWORD, invite_token: invite.body.invite_token })).status).toBe(201);
   const context = await dashboard.newContext();
   const member = await context.newPage();
-  await member.goto('/login');
-  await member.getByLabel('Email').fill(email);
-  await member.getByLabel('Password').fill(PASSWORD);
-  await member.getByRole('button', { name: 'Log in' }).click();
-  await member.waitForURL((url) => url.pathname !== '/login');
+  await logInInBrowser(member, email, PASSWORD);
 
   await member.goto(`/settings/projects?project=${project.id}`);
   const dsns = member.getByRole('region', { name: 'DSNs' });

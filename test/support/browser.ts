@@ -143,6 +143,15 @@ export async function signUpInBrowser(page: Page, account: { email: string; pass
   await page.waitForURL('**/onboarding');
 }
 
+/** Logs in through the login page, as a person does; answers once the browser has left it. */
+export async function logInInBrowser(page: Page, email: string, password: string) {
+  await page.goto('/login');
+  await page.getByLabel('Email').fill(email);
+  await page.getByLabel('Password').fill(password);
+  await page.getByRole('button', { name: 'Log in' }).click();
+  await page.waitForURL((url) => url.pathname !== '/login');
+}
+
 /** Creates a project through onboarding and answers its DSN as the page shows it. */
 export async function createProjectInBrowser(page: Page, name: string): Promise<{ projectId: string; dsn: string }> {
   await page.goto('/onboarding');

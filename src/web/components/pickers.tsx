@@ -14,11 +14,7 @@ export function ProjectPicker() {
       <span>Project</span>
       <select value={get('project') ?? ''} onChange={(event) => update({ project: event.target.value })} disabled={projects.isPending}>
         <option value="">All projects</option>
-        {projects.data?.data.map((project) => (
-          <option key={project.id} value={project.id}>
-            {project.name}
-          </option>
-        ))}
+        <ProjectOptions />
       </select>
     </label>
   );
@@ -115,5 +111,19 @@ export function TimeRangePicker() {
         Times in {timeZone()}
       </span>
     </div>
+  );
+}
+
+/** The organisation's projects as the options of a select (each form adds its own first option, if any). */
+export function ProjectOptions() {
+  const projects = useProjects();
+  return (
+    <>
+      {projects.data?.data.map((project) => (
+        <option key={project.id} value={project.id}>
+          {project.name}
+        </option>
+      ))}
+    </>
   );
 }

@@ -1,8 +1,8 @@
 import { useId, useState, type FormEvent } from 'react';
+import { ProjectOptions } from '../../components/pickers';
 import { ChoiceField } from '../../components/ChoiceField';
 import type { TimeWindow } from '../../lib/url-state';
 import { useMetricNames } from '../metrics/api';
-import { useProjects } from '../projects/api';
 import type { ViewName, WidgetType } from './api';
 import { COLUMNS, MIN_HEIGHT, MIN_WIDTH } from './layout';
 import { VIEW_NAMES, VIEWS, type ParamField } from './views';
@@ -51,7 +51,6 @@ function ParamInput({ field, value, onChange, project, window }: { field: ParamF
  */
 export function WidgetForm({ scopeProject, window, onAdd, onClose }: { scopeProject: string | undefined; window: TimeWindow; onAdd: (widget: NewWidget) => void; onClose: () => void }) {
   const headingId = useId();
-  const projects = useProjects();
   const [view, setView] = useState<ViewName>('issues');
   const [values, setValues] = useState<Record<string, string>>({});
   const [project, setProject] = useState('');
@@ -94,11 +93,7 @@ export function WidgetForm({ scopeProject, window, onAdd, onClose }: { scopeProj
             <span>Project</span>
             <select name="project" value={project} onChange={(event) => setProject(event.target.value)}>
               <option value="">Whichever the top bar picks</option>
-              {projects.data?.data.map((item) => (
-                <option key={item.id} value={item.id}>
-                  {item.name}
-                </option>
-              ))}
+              <ProjectOptions />
             </select>
           </label>
           {spec.fields.map((field) => (

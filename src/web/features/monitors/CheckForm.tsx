@@ -1,9 +1,11 @@
 import { useId, useMemo, useState, type FormEvent } from 'react';
+import { ProjectOptions } from '../../components/pickers';
 import { ErrorNotice } from '../../components/states';
 import { formatTime, timeZone } from '../../lib/format';
 import { useProjects } from '../projects/api';
 import type { CheckChange, CronCheck, NewCheck } from './api';
-import { fieldErrors, FormField, TimeZoneOptions } from './parts';
+import { FormField } from '../../components/FormField';
+import { fieldErrors, TimeZoneOptions } from './parts';
 import { INTERVAL_UNITS, nextRuns, readCrontab, type IntervalUnit, type Schedule } from './schedule';
 
 /** What the form holds: text as typed, read into the API's body on submit. */
@@ -143,11 +145,7 @@ export function CheckForm(props: { project?: string; submitLabel: string; pendin
           <FormField label="Project" error={refused.project_id}>
             {(control) => (
               <select {...control} name="project_id" value={projectId} onChange={(event) => set('project_id', event.target.value)} required>
-                {projects.data?.data.map((option) => (
-                  <option key={option.id} value={option.id}>
-                    {option.name}
-                  </option>
-                ))}
+                <ProjectOptions />
               </select>
             )}
           </FormField>

@@ -1,8 +1,10 @@
 import { useId, useState, type FormEvent } from 'react';
+import { ProjectOptions } from '../../components/pickers';
 import { ErrorNotice } from '../../components/states';
 import { useProjects } from '../projects/api';
 import type { MonitorChange, NewMonitor, UptimeMonitor } from './api';
-import { fieldErrors, FormField } from './parts';
+import { FormField } from '../../components/FormField';
+import { fieldErrors } from './parts';
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const;
 /** What every read shows in place of a stored header value; sent back, it keeps the value. */
@@ -116,11 +118,7 @@ export function MonitorForm(props: { project?: string; submitLabel: string; pend
             <FormField label="Project" error={refused.project_id}>
               {(control) => (
                 <select {...control} name="project_id" value={projectId} onChange={(event) => set('project_id', event.target.value)} required>
-                  {projects.data?.data.map((option) => (
-                    <option key={option.id} value={option.id}>
-                      {option.name}
-                    </option>
-                  ))}
+                  <ProjectOptions />
                 </select>
               )}
             </FormField>

@@ -1,7 +1,9 @@
-import { useId, useState, type FormEvent, type ReactNode } from 'react';
+import { useState, type FormEvent } from 'react';
 import { Link } from 'react-router';
 import { runtimeConfig } from '../../api/client';
+import { ProjectOptions } from '../../components/pickers';
 import { CodeBlock } from '../../components/CodeBlock';
+import { FormField } from '../../components/FormField';
 import { PageHeader } from '../../components/PageHeader';
 import { EmptyState, ErrorNotice, QueryView } from '../../components/states';
 import { Pager, Table } from '../../components/Table';
@@ -162,22 +164,6 @@ function Deployments() {
   );
 }
 
-/** A labelled input with a hint read after its label. */
-function FormField({ label, hint, children }: { label: string; hint?: ReactNode; children: (ids: { id: string; 'aria-describedby'?: string }) => ReactNode }) {
-  const id = useId();
-  return (
-    <div className="field">
-      <label htmlFor={id}>{label}</label>
-      {children({ id, 'aria-describedby': hint ? `${id}-hint` : undefined })}
-      {hint && (
-        <small id={`${id}-hint`} className="muted">
-          {hint}
-        </small>
-      )}
-    </div>
-  );
-}
-
 /** A datetime-local value (the browser's zone) as ISO-8601 UTC; blank means now. */
 const fromLocalInput = (value: string) => (value ? new Date(value).toISOString() : undefined);
 
@@ -217,30 +203,26 @@ function RecordDeployment() {
         <FormField label="Project">
           {(ids) => (
             <select {...ids} required value={projectId} onChange={set('project_id')} disabled={projects.isPending}>
-              {projects.data?.data.map((project) => (
-                <option key={project.id} value={project.id}>
-                  {project.name}
-                </option>
-              ))}
+              <ProjectOptions />
             </select>
           )}
         </FormField>
-        <FormField label="Release version" hint="The release your SDKs send, e.g. shop@2.4.1.">
+        <FormField label="Release version" help="The release your SDKs send, e.g. shop@2.4.1.">
           {(ids) => <input {...ids} required maxLength={200} value={fields.version} onChange={set('version')} placeholder="shop@2.4.1" />}
         </FormField>
-        <FormField label="Environment" hint="Blank: production.">
+        <FormField label="Environment" help="Blank: production.">
           {(ids) => <input {...ids} maxLength={64} value={fields.environment} onChange={set('environment')} placeholder="production" />}
         </FormField>
-        <FormField label="Commit" hint="7 to 64 hex digits; linked when the project has a code-host integration.">
+        <FormField label="Commit" help="7 to 64 hex digits; linked when the project has a code-host integration.">
           {(ids) => <input {...ids} className="mono" pattern="[0-9a-fA-F]{7,64}" value={fields.commit_sha} onChange={set('commit_sha')} placeholder="4f9c2e1" />}
         </FormField>
-        <FormField label="Repository" hint="owner/name on the code host.">
+        <FormField label="Repository" help="owner/name on the code host.">
           {(ids) => <input {...ids} maxLength={300} value={fields.repository} onChange={set('repository')} placeholder="acme/shop" />}
         </FormField>
-        <FormField label="Link" hint="The CI run or release page.">
+        <FormField label="Link" help="The CI run or release page.">
           {(ids) => <input {...ids} type="url" value={fields.url} onChange={set('url')} placeholder="https://ci.example.com/runs/42" />}
         </FormField>
-        <FormField label="Deployed at" hint={`In ${timeZone()}; blank: now.`}>
+        <FormField label="Deployed at" help={`In ${timeZone()}; blank: now.`}>
           {(ids) => <input {...ids} type="datetime-local" step={1} value={fields.deployed_at} onChange={set('deployed_at')} />}
         </FormField>
         <div className="deploy-form-actions">
