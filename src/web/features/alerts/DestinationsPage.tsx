@@ -13,6 +13,7 @@ import { useProjects } from '../projects/api';
 import { useCreateDestination, useDeleteDestination, useDestinations, useSendTest, type Destination, type NewDestination, type TestOutcome } from './api';
 import { ALERT_KINDS, DESTINATION_TYPES, destinationLabel, KIND_LABELS, oneOf, TimeAt } from './parts';
 import './alerts.css';
+import { RoleLimit } from '../auth/RoleLimit';
 
 type DestinationType = Destination['type'];
 const TYPES = Object.keys(DESTINATION_TYPES) as DestinationType[];
@@ -317,10 +318,10 @@ export default function DestinationsPage() {
       {role === undefined ? (
         <Loading />
       ) : role === 'member' ? (
-        <div className="notice info" role="note">
-          <strong>Only admins and owners see and change alert destinations.</strong> Your role, member, reads the <Link to="/alerts">alert history</Link> with each delivery&apos;s status and the <Link to="/reports">digest preview</Link>. Ask an
-          admin to add, test or delete a destination.
-        </div>
+        <RoleLimit>
+          Only admins and owners see and change alert destinations. You can read the <Link to="/alerts">alert history</Link> with each delivery&apos;s status and the <Link to="/reports">digest preview</Link>; ask an admin to add, test or
+          delete a destination.
+        </RoleLimit>
       ) : (
         <>
           <DestinationList />

@@ -7,6 +7,7 @@ import { useCan, useRole } from '../auth/permissions';
 import { useDeleteSchedule, usePreview, usePutSchedule, useSchedule, type Schedule, type ScheduleBody } from './api';
 import { TimeAt } from './parts';
 import './alerts.css';
+import { RoleLimit } from '../auth/RoleLimit';
 
 const WEEKDAYS: Record<Schedule['weekday'], string> = {
   monday: 'Monday',
@@ -229,9 +230,7 @@ export default function ReportsPage() {
       ) : isAdmin ? (
         <SchedulePanel />
       ) : (
-        <div className="notice info" role="note">
-          <strong>Only admins and owners see and change the digest schedule and its recipients.</strong> Your role, member, sees the preview below. Ask an admin to add you to the recipients.
-        </div>
+        <RoleLimit>Only admins and owners see and change the digest schedule and its recipients. The preview below is yours to read; ask an admin to add you to the recipients.</RoleLimit>
       )}
       <PreviewPanel />
     </>

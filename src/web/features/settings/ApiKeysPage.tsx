@@ -10,7 +10,7 @@ import { formatAgo, formatTime, timeZone } from '../../lib/format';
 import { useQueryParams } from '../../lib/url-state';
 import { useCan, useRole, type Role } from '../auth/permissions';
 import { useApiKeys, useCreateApiKey, useMemberDirectory, useRevokeApiKey, type ApiKey } from './people-api';
-import { RoleLimit } from './RoleLimit';
+import { RoleLimit } from '../auth/RoleLimit';
 import { RoleSelect } from './RoleSelect';
 import './people.css';
 

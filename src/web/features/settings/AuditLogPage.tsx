@@ -7,7 +7,7 @@ import { formatTime, timeZone } from '../../lib/format';
 import { useQueryParams } from '../../lib/url-state';
 import { useCan } from '../auth/permissions';
 import { useApiKeyDirectory, useAuditLog, useMemberDirectory, type ApiKey, type AuditEntry, type Member } from './people-api';
-import { RoleLimit } from './RoleLimit';
+import { RoleLimit } from '../auth/RoleLimit';
 import './people.css';
 
 interface Directory {

@@ -9,6 +9,7 @@ import { useCan, useRole } from '../auth/permissions';
 import { useProjects, type Project } from '../projects/api';
 import { useDeleteIntegration, useIntegrations, usePutIntegration, type Integration, type Provider } from './project-api';
 import './projects.css';
+import { RoleLimit } from '../auth/RoleLimit';
 
 const PROVIDERS: Array<{ id: Provider; name: string; repository: string; token: string }> = [
   { id: 'github', name: 'GitHub', repository: 'owner/name, e.g. acme/shop', token: 'a fine-grained token with read access to the repository’s contents and metadata' },
@@ -120,9 +121,7 @@ export default function IntegrationsPage() {
     return (
       <>
         {header}
-        <div className="notice info">
-          Only admins and owners can see and change integrations, because they hold access tokens. Your role is <strong>{role}</strong>.
-        </div>
+        <RoleLimit>Only admins and owners can see and change integrations, because they hold access tokens.</RoleLimit>
       </>
     );
   }

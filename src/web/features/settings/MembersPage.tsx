@@ -10,7 +10,7 @@ import { useQueryParams } from '../../lib/url-state';
 import { useMe } from '../auth/api';
 import { ROLE_ABILITIES, ROLES, rolesUpTo, useCan, type Role } from '../auth/permissions';
 import { useChangeMemberRole, useInviteMember, useMembers, useRemoveMember, type Member } from './people-api';
-import { RoleLimit } from './RoleLimit';
+import { RoleLimit } from '../auth/RoleLimit';
 import { RoleSelect } from './RoleSelect';
 import './people.css';
 

@@ -4,7 +4,7 @@ import { PageHeader } from '../../components/PageHeader';
 import { ErrorNotice, QueryView } from '../../components/states';
 import { useCan } from '../auth/permissions';
 import { useOrganizationSettings, useUpdateOrganizationSettings, type OrganizationSettings } from './people-api';
-import { RoleLimit } from './RoleLimit';
+import { RoleLimit } from '../auth/RoleLimit';
 import './people.css';
 
 type Gauge = OrganizationSettings['thresholds']['gauges'][number];

@@ -8,6 +8,7 @@ import { formatTime } from '../../lib/format';
 import { useCan, useRole } from '../auth/permissions';
 import { useClaimDomain, useDeleteSsoConnection, usePutSsoConnection, useSsoConnection, useSsoDomains, useVerifyDomain, useWithdrawDomain, type SsoDomain } from './sso-api';
 import './projects.css';
+import { RoleLimit } from '../auth/RoleLimit';
 
 type Connection = NonNullable<ReturnType<typeof useSsoConnection>['data']>;
 
@@ -260,9 +261,7 @@ export default function SsoPage() {
       ) : canAdmin ? (
         <SsoSettings />
       ) : (
-        <div className="notice info">
-          Only admins and owners can set up single sign-on. Your role is <strong>{role}</strong>.
-        </div>
+        <RoleLimit>Only admins and owners can set up single sign-on.</RoleLimit>
       )}
     </>
   );
