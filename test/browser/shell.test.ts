@@ -1,4 +1,4 @@
-import { createProjectInBrowser, showsText, review, signUpInBrowser, startDashboard, unexpectedProblems, type Dashboard } from '../support/browser.js';
+import { createProjectInBrowser, logInInBrowser, showsText, review, signUpInBrowser, startDashboard, unexpectedProblems, type Dashboard } from '../support/browser.js';
 import { uniqueEmail, PASSWORD } from '../support/factories/accounts.js';
 
 let dashboard: Dashboard;
@@ -73,6 +73,44 @@ describe('a new user', () => {
     await page.waitForURL('**/issues');
     await page.getByRole('heading', { level: 1 }).waitFor();
     expect(unexpectedProblems(dashboard, [/\/v1\/auth\/login/])).toEqual([]);
+    await context.close();
+  }, 60_000);
+
+  test('changes their password on their account page, and logs out everywhere', async () => {
+    const email = uniqueEmail('account');
+    const NEW_PASSWORD = 'another long passphrase';
+    const elsewhere = await (await dashboard.newContext()).newPage();
+    await signUpInBrowser(elsewhere, { email, password: PASSWORD, organization: 'Acme Accounts' });
+    const context = await dashboard.newContext();
+    const page = await context.newPage();
+    await logInInBrowser(page, email, PASSWORD);
+
+    await page.getByRole('button', { name: 'Account' }).click();
+    await page.getByRole('link', { name: 'Your account' }).click();
+    await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+    await showsText(page.getByRole('region', { name: 'Signed in' }), email);
+    await showsText(page.getByRole('region', { name: 'Signed in' }), 'owner');
+
+    await page.getByLabel('Current password').fill('not the password');
+    await page.getByLabel('New password', { exact: true }).fill(NEW_PASSWORD);
+    await page.getByLabel('Repeat the new password').fill(NEW_PASSWORD);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await showsText(page.getByRole('alert'), 'The password was not changed');
+    await page.getByLabel('Current password').fill(PASSWORD);
+    await page.getByRole('button', { name: 'Change password' }).click();
+    await showsText(page.getByRole('status').filter({ hasText: 'Your password is changed' }), 'this one stays');
+    expect(await review(page, 'account')).toEqual([]);
+
+    // the other browser's session ended with the change; this one stays until "Log out everywhere"
+    await elsewhere.goto('/issues');
+    await elsewhere.waitForURL(/\/login/);
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'Your account' }).waitFor();
+    await page.getByRole('button', { name: 'Log out everywhere' }).click();
+    await page.getByRole('dialog', { name: 'Log out everywhere?' }).getByRole('button', { name: 'Log out everywhere' }).click();
+    await page.waitForURL('**/login');
+    await logInInBrowser(page, email, NEW_PASSWORD);
+    expect(unexpectedProblems(dashboard, [/\/v1\/auth\/(login|password)/])).toEqual([]);
     await context.close();
   }, 60_000);
 });

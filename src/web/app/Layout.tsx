@@ -1,5 +1,5 @@
 import { useEffect, useRef, useState } from 'react';
-import { Navigate, NavLink, Outlet, useLocation, useMatches, useNavigate } from 'react-router';
+import { Link, Navigate, NavLink, Outlet, useLocation, useMatches, useNavigate } from 'react-router';
 import { ApiError } from '../api/client';
 import { EnvironmentPicker, ProjectPicker, TimeRangePicker } from '../components/pickers';
 import { ErrorNotice, Loading } from '../components/states';
@@ -97,6 +97,9 @@ function UserMenu() {
           <div className="small muted">
             {me.data.organization.name} · {me.data.role}
           </div>
+          <Link to="/settings/account" onClick={() => setOpen(false)}>
+            Your account
+          </Link>
           <button
             type="button"
             onClick={() =>

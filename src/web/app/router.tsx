@@ -76,6 +76,7 @@ export const routes: RouteObject[] = [
         ...page(() => import('../features/settings/SettingsLayout')),
         children: [
           { index: true, element: <Navigate to="organization" replace /> },
+          { path: 'account', ...page(() => import('../features/auth/AccountPage')) },
           { path: 'organization', ...page(() => import('../features/settings/OrganizationPage')) },
           { path: 'members', ...page(() => import('../features/settings/MembersPage')) },
           { path: 'api-keys', ...page(() => import('../features/settings/ApiKeysPage')) },

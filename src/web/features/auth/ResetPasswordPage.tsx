@@ -1,24 +1,19 @@
-import { useState, type FormEvent } from 'react';
+import type { FormEvent } from 'react';
 import { Link, useParams } from 'react-router';
 import { ErrorNotice } from '../../components/states';
 import { AuthCard } from './AuthCard';
 import { useResetPassword } from './api';
+import { useNewPassword } from './NewPasswordFields';
 
 /** The page a mailed reset link opens: the new password twice, then log in with it. */
 export default function ResetPasswordPage() {
   const { token = '' } = useParams();
   const reset = useResetPassword(token);
-  const [password, setPassword] = useState('');
-  const [repeated, setRepeated] = useState('');
-  const [mismatch, setMismatch] = useState(false);
+  const newPassword = useNewPassword();
   const submit = (event: FormEvent) => {
     event.preventDefault();
-    if (password !== repeated) {
-      setMismatch(true);
-      return;
-    }
-    setMismatch(false);
-    reset.mutate({ password });
+    const password = newPassword.agreed();
+    if (password !== undefined) reset.mutate({ password });
   };
   if (reset.isSuccess) {
     return (
@@ -35,22 +30,7 @@ export default function ResetPasswordPage() {
   return (
     <AuthCard title="Choose a new password" description="The link works once, within an hour of the mail.">
       <form onSubmit={submit}>
-        <label className="field">
-          <span>New password</span>
-          <input type="password" name="password" autoComplete="new-password" minLength={8} maxLength={256} required value={password} onChange={(event) => setPassword(event.target.value)} aria-describedby="new-password-hint" />
-          <small id="new-password-hint" className="muted">
-            At least 8 characters.
-          </small>
-        </label>
-        <label className="field">
-          <span>Repeat the new password</span>
-          <input type="password" name="repeated" autoComplete="new-password" minLength={8} maxLength={256} required value={repeated} onChange={(event) => setRepeated(event.target.value)} aria-invalid={mismatch} />
-        </label>
-        {mismatch && (
-          <div className="notice error" role="alert">
-            The two passwords differ: type the same one twice.
-          </div>
-        )}
+        {newPassword.fields}
         {reset.isError && (
           <>
             <ErrorNotice error={reset.error} title="The password was not changed" />

@@ -42,6 +42,18 @@ export function useLogout() {
   });
 }
 
+/** Changes the signed-in person's password; every other session of theirs ends, this one stays. */
+export const useChangePassword = () => useMutation({ mutationFn: (body: BodyOf<'/v1/auth/password', 'post'>) => read(api().POST('/v1/auth/password', { body })) });
+
+/** Ends every session of the signed-in person, this one included. */
+export function useLogoutEverywhere() {
+  const queryClient = useQueryClient();
+  return useMutation({
+    mutationFn: () => read(api().POST('/v1/auth/logout-all')),
+    onSuccess: () => queryClient.clear(),
+  });
+}
+
 /** Asks for the reset mail; the API answers the same whether or not the address has an account. */
 export const useRequestPasswordReset = () =>
   useMutation({ mutationFn: (body: BodyOf<'/v1/auth/password-reset', 'post'>) => read(api().POST('/v1/auth/password-reset', { body })) });

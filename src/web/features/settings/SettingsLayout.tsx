@@ -1,6 +1,7 @@
 import { NavLink, Outlet } from 'react-router';
 
 export const SETTINGS_PAGES = [
+  { to: 'account', label: 'Your account' },
   { to: 'organization', label: 'Organization' },
   { to: 'members', label: 'Members' },
   { to: 'api-keys', label: 'API keys' },
