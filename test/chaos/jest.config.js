@@ -6,4 +6,6 @@ export default {
   rootDir: '../..',
   testMatch: ['<rootDir>/test/chaos/**/*.test.ts'],
   testPathIgnorePatterns: ['/node_modules/'],
+  // each file stops and restarts the servers the others would be using: one at a time
+  maxWorkers: 1,
 };

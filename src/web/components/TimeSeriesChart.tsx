@@ -55,8 +55,9 @@ export function TimeSeriesChart({ title, times, series, unit = '', height = 220 
           size: (_plot, values) => (values?.length ? Math.max(...values.map((value) => value.length)) * 7 + 18 : 50),
         },
       ],
-      // a single point gets an hour around it rather than a span of years
-      scales: { x: times.length === 1 ? { time: true, range: [times[0]! / 1000 - 1800, times[0]! / 1000 + 1800] } : { time: true } },
+      // points within a few minutes of each other (one point, or two probes seconds apart) get an hour
+      // around them, rather than an axis of years or of fractions of a second
+      scales: { x: narrowSpan(times) ?? { time: true } },
       cursor: { drag: { x: false, y: false } },
     };
     const data: uPlot.AlignedData = [times.map((time) => time / 1000), ...series.map((item) => item.values as (number | null)[])];
@@ -76,4 +77,14 @@ export function TimeSeriesChart({ title, times, series, unit = '', height = 220 
       <div ref={container} className="chart" role="img" aria-label={`${title}: ${series.map((item) => item.label).join(', ')} over time`} />
     </figure>
   );
+}
+
+/** The x scale for times spanning under ten minutes: an hour centred on them. */
+function narrowSpan(times: readonly number[]): uPlot.Scale | undefined {
+  if (!times.length) return undefined;
+  const first = Math.min(...times) / 1000;
+  const last = Math.max(...times) / 1000;
+  if (last - first >= 600) return undefined;
+  const middle = (first + last) / 2;
+  return { time: true, range: [middle - 1800, middle + 1800] };
 }
