@@ -42,6 +42,8 @@ export function TimeSeriesChart({ title, times, series, unit = '', height = 220 
           width: 1.5,
           dash: item.dashed ? [6, 4] : undefined,
           spanGaps: false,
+          // a value with gaps on both sides draws no line: its dot is all that shows it
+          ...(hasIsolatedValue(item.values) && { points: { show: true } }),
           value: (_plot: uPlot, value: number | null) => withUnit(value),
         })),
       ],
@@ -88,3 +90,5 @@ function narrowSpan(times: readonly number[]): uPlot.Scale | undefined {
   const middle = (first + last) / 2;
   return { time: true, range: [middle - 1800, middle + 1800] };
 }
+
+const hasIsolatedValue = (values: ReadonlyArray<number | null | undefined>) => values.some((value, index) => value != null && values[index - 1] == null && values[index + 1] == null);
