@@ -1,9 +1,8 @@
 import { useMemo, useState } from 'react';
-import { Link, useNavigate, useParams } from 'react-router';
+import { useNavigate, useParams } from 'react-router';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { CopyButton } from '../../components/CopyButton';
-import { PageHeader } from '../../components/PageHeader';
-import { ErrorNotice, Loading, QueryView } from '../../components/states';
+import { ErrorNotice, QueryView } from '../../components/states';
 import { Table } from '../../components/Table';
 import { formatDuration, formatTime, timeZone } from '../../lib/format';
 import { useCarriedSearch, useTimeWindow } from '../../lib/url-state';
@@ -11,7 +10,7 @@ import { SeenAt } from '../issues/parts';
 import { HISTORY_LIMIT, useCronCheck, useCronPings, useDeleteCronCheck, useRotateCronToken, useUpdateCronCheck, type CronCheck } from './api';
 import { CheckForm } from './CheckForm';
 import { classifyPings, type ClassifiedPing, type PingKind } from './history';
-import { CheckStateBadge, ProjectName, scheduleText, Stat, StatusStrip, type StripKind } from './parts';
+import { CheckStateBadge, MonitorFrame, ProjectName, scheduleText, Stat, StatusStrip, type StripKind } from './parts';
 import { PingSetup } from './PingSetup';
 import './monitors.css';
 
@@ -200,37 +199,26 @@ function EditCheck({ check }: { check: CronCheck }) {
 export default function CronCheckPage() {
   const { checkId = '' } = useParams();
   const check = useCronCheck(checkId);
-  const listSearch = useCarriedSearch();
-  if (check.isPending) return <Loading label="Loading the check…" />;
-  if (check.isError)
-    return (
-      <>
-        <PageHeader title="Cron check" />
-        <ErrorNotice error={check.error} title="The check could not be loaded" />
-        <p>
-          <Link to={`/monitors/cron${listSearch}`}>Back to the cron checks</Link>
-        </p>
-      </>
-    );
-  const data = check.data;
   return (
-    <>
-      <nav className="small" aria-label="Breadcrumb">
-        <Link to={`/monitors/cron${listSearch}`}>Cron checks</Link>
-      </nav>
-      <PageHeader
-        title={data.name}
-        description={
-          <>
-            <ProjectName id={data.project_id} /> · <span className="mono">{data.slug}</span>
-          </>
-        }
-      />
-      <CheckActions check={data} />
-      <CheckSummary check={data} />
-      <PingSetup check={data} />
-      <CheckTimeline check={data} />
-      <EditCheck check={data} />
-    </>
+    <MonitorFrame
+      query={check}
+      what="Cron check"
+      list={{ path: '/monitors/cron', label: 'Cron checks' }}
+      description={(data) => (
+        <>
+          <ProjectName id={data.project_id} /> · <span className="mono">{data.slug}</span>
+        </>
+      )}
+    >
+      {(data) => (
+        <>
+          <CheckActions check={data} />
+          <CheckSummary check={data} />
+          <PingSetup check={data} />
+          <CheckTimeline check={data} />
+          <EditCheck check={data} />
+        </>
+      )}
+    </MonitorFrame>
   );
 }

@@ -1,8 +1,7 @@
 import { useMemo, useState } from 'react';
-import { Link, useNavigate, useParams } from 'react-router';
+import { useNavigate, useParams } from 'react-router';
 import { ConfirmButton } from '../../components/ConfirmButton';
-import { PageHeader } from '../../components/PageHeader';
-import { ErrorNotice, Loading, QueryView } from '../../components/states';
+import { ErrorNotice, QueryView } from '../../components/states';
 import { Table } from '../../components/Table';
 import { TimeSeriesChart } from '../../components/TimeSeriesChart';
 import { formatCount, formatDuration, formatPercent, formatTime } from '../../lib/format';
@@ -11,7 +10,7 @@ import { SeenAt } from '../issues/parts';
 import { HISTORY_LIMIT, useDeleteMonitor, useProbeResults, useUpdateMonitor, useUptimeMonitor, type ProbeResult, type UptimeMonitor } from './api';
 import { incidentsOf, latestTlsDaysLeft, uptimeRatio, type Incident } from './history';
 import { MonitorForm } from './MonitorForm';
-import { MonitorStateBadge, ProjectName, Stat, StatusStrip, TlsDays, type StripKind } from './parts';
+import { MonitorFrame, MonitorStateBadge, ProjectName, Stat, StatusStrip, TlsDays, type StripKind } from './parts';
 import './monitors.css';
 
 type ProbeKind = 'ok' | 'failed';
@@ -156,40 +155,29 @@ export default function UptimeMonitorPage() {
   const { monitorId = '' } = useParams();
   const monitor = useUptimeMonitor(monitorId);
   const window = useTimeWindow();
-  const listSearch = useCarriedSearch();
   const version = monitor.data ? `${monitor.data.last_checked_at}|${monitor.data.state}` : '';
   const probes = useProbeResults(monitorId, window, version);
-  if (monitor.isPending) return <Loading label="Loading the monitor…" />;
-  if (monitor.isError)
-    return (
-      <>
-        <PageHeader title="Uptime monitor" />
-        <ErrorNotice error={monitor.error} title="The monitor could not be loaded" />
-        <p>
-          <Link to={`/monitors/uptime${listSearch}`}>Back to the uptime monitors</Link>
-        </p>
-      </>
-    );
-  const data = monitor.data;
   return (
-    <>
-      <nav className="small" aria-label="Breadcrumb">
-        <Link to={`/monitors/uptime${listSearch}`}>Uptime monitors</Link>
-      </nav>
-      <PageHeader
-        title={data.name}
-        description={
-          <>
-            <ProjectName id={data.project_id} /> · <span className="mono">{data.method}</span> <span className="wrap-anywhere">{data.url}</span> · every {data.interval_seconds} s
-          </>
-        }
-      />
-      <MonitorActions monitor={data} />
-      <MonitorSummary monitor={data} probes={probes.data?.items} />
-      <QueryView query={probes} loadingLabel="Loading probe results…">
-        {(history) => <ProbeHistory monitor={data} history={history} />}
-      </QueryView>
-      <EditMonitor monitor={data} />
-    </>
+    <MonitorFrame
+      query={monitor}
+      what="Uptime monitor"
+      list={{ path: '/monitors/uptime', label: 'Uptime monitors' }}
+      description={(data) => (
+        <>
+          <ProjectName id={data.project_id} /> · <span className="mono">{data.method}</span> <span className="wrap-anywhere">{data.url}</span> · every {data.interval_seconds} s
+        </>
+      )}
+    >
+      {(data) => (
+        <>
+          <MonitorActions monitor={data} />
+          <MonitorSummary monitor={data} probes={probes.data?.items} />
+          <QueryView query={probes} loadingLabel="Loading probe results…">
+            {(history) => <ProbeHistory monitor={data} history={history} />}
+          </QueryView>
+          <EditMonitor monitor={data} />
+        </>
+      )}
+    </MonitorFrame>
   );
 }

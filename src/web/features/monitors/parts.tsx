@@ -1,5 +1,10 @@
 import { useId, type ReactNode } from 'react';
+import { Link } from 'react-router';
+import type { UseQueryResult } from '@tanstack/react-query';
 import { ApiError } from '../../api/client';
+import { PageHeader } from '../../components/PageHeader';
+import { ErrorNotice, Loading } from '../../components/states';
+import { useCarriedSearch } from '../../lib/url-state';
 import { formatTime } from '../../lib/format';
 import { useProjects } from '../projects/api';
 import type { CheckState, CronCheck, MonitorState } from './api';
@@ -147,5 +152,34 @@ export function StatusStrip<K extends string>({ label, from, to, marks, kinds }:
         </ul>
       </figcaption>
     </figure>
+  );
+}
+
+/**
+ * A check's or monitor's page: while it loads, or when it cannot (a missing or another organisation's id),
+ * its state with the way back to the list; then the breadcrumb, its header and `children`.
+ */
+export function MonitorFrame<T extends { name: string }>({ query, what, list, description, children }: { query: UseQueryResult<T>; what: string; list: { path: string; label: string }; description: (data: T) => ReactNode; children: (data: T) => ReactNode }) {
+  const listSearch = useCarriedSearch();
+  const back = `${list.path}${listSearch}`;
+  if (query.isPending) return <Loading label={`Loading the ${what.toLowerCase()}…`} />;
+  if (query.isError)
+    return (
+      <>
+        <PageHeader title={what} />
+        <ErrorNotice error={query.error} title={`The ${what.toLowerCase()} could not be loaded`} />
+        <p>
+          <Link to={back}>Back to the {list.label.toLowerCase()}</Link>
+        </p>
+      </>
+    );
+  return (
+    <>
+      <nav className="small" aria-label="Breadcrumb">
+        <Link to={back}>{list.label}</Link>
+      </nav>
+      <PageHeader title={query.data.name} description={description(query.data)} />
+      {children(query.data)}
+    </>
   );
 }
