@@ -4,19 +4,21 @@ import { api, read } from '../api/client';
 import { useProjects } from '../features/projects/api';
 import { timeZone } from '../lib/format';
 import { PRESET_RANGES, useQueryParams, useTimeWindow } from '../lib/url-state';
+import { FormField } from './FormField';
 
 /** `?project=`: every view narrows to one project, or shows them all. */
 export function ProjectPicker() {
   const { get, update } = useQueryParams();
   const projects = useProjects();
   return (
-    <label className="field">
-      <span>Project</span>
-      <select value={get('project') ?? ''} onChange={(event) => update({ project: event.target.value })} disabled={projects.isPending}>
-        <option value="">All projects</option>
-        <ProjectOptions />
-      </select>
-    </label>
+    <FormField label="Project">
+      {(control) => (
+        <select {...control} value={get('project') ?? ''} onChange={(event) => update({ project: event.target.value })} disabled={projects.isPending}>
+          <option value="">All projects</option>
+          <ProjectOptions />
+        </select>
+      )}
+    </FormField>
   );
 }
 
@@ -38,17 +40,18 @@ export function EnvironmentPicker() {
   const environments = useEnvironments(get('project'));
   const options = [...new Set([...(environments.data ?? []), ...(current ? [current] : [])])];
   return (
-    <label className="field">
-      <span>Environment</span>
-      <select value={current ?? ''} onChange={(event) => update({ environment: event.target.value })}>
-        <option value="">All environments</option>
-        {options.map((environment) => (
-          <option key={environment} value={environment}>
-            {environment}
-          </option>
-        ))}
-      </select>
-    </label>
+    <FormField label="Environment">
+      {(control) => (
+        <select {...control} value={current ?? ''} onChange={(event) => update({ environment: event.target.value })}>
+          <option value="">All environments</option>
+          {options.map((environment) => (
+            <option key={environment} value={environment}>
+              {environment}
+            </option>
+          ))}
+        </select>
+      )}
+    </FormField>
   );
 }
 
@@ -74,26 +77,28 @@ export function TimeRangePicker() {
   };
   return (
     <div className="inline-field time-range">
-      <label className="field">
-        <span>Time range</span>
-        <select
-          value={custom ? 'custom' : window.kind === 'preset' ? window.range : 'custom'}
-          onChange={(event) => {
-            if (event.target.value === 'custom') setCustom(true);
-            else {
-              setCustom(false);
-              update({ range: event.target.value, from: undefined, to: undefined });
-            }
-          }}
-        >
-          {PRESET_RANGES.map((preset) => (
-            <option key={preset.value} value={preset.value}>
-              {preset.label}
-            </option>
-          ))}
-          <option value="custom">Custom…</option>
-        </select>
-      </label>
+      <FormField label="Time range">
+        {(control) => (
+          <select
+            {...control}
+            value={custom ? 'custom' : window.kind === 'preset' ? window.range : 'custom'}
+            onChange={(event) => {
+              if (event.target.value === 'custom') setCustom(true);
+              else {
+                setCustom(false);
+                update({ range: event.target.value, from: undefined, to: undefined });
+              }
+            }}
+          >
+            {PRESET_RANGES.map((preset) => (
+              <option key={preset.value} value={preset.value}>
+                {preset.label}
+              </option>
+            ))}
+            <option value="custom">Custom…</option>
+          </select>
+        )}
+      </FormField>
       {custom && (
         <form className="inline-field" onSubmit={apply} aria-label="Custom time range">
           <label className="field">

@@ -11,6 +11,7 @@ import { useProjects } from '../projects/api';
 import { useAlerts, useDestinations, type Alert, type AlertFilters, type Delivery, type Destination } from './api';
 import { ALERT_KINDS, destinationLabel, KIND_LABELS, oneOf, StatusBadge, subjectPath, TimeAt } from './parts';
 import './alerts.css';
+import { FormField } from '../../components/FormField';
 
 const STATUSES = ['open', 'resolved'] as const;
 const COLUMNS = 7;
@@ -185,17 +186,18 @@ export default function AlertsPage() {
         }
       />
       <div className="toolbar">
-        <label className="field">
-          <span>Kind</span>
-          <select name="kind" value={filters.kind ?? ''} onChange={(event) => update({ kind: event.target.value, alert: undefined })}>
-            <option value="">Any kind</option>
-            {ALERT_KINDS.map((kind) => (
-              <option key={kind} value={kind}>
-                {KIND_LABELS[kind]}
-              </option>
-            ))}
-          </select>
-        </label>
+        <FormField label="Kind">
+          {(control) => (
+            <select {...control} name="kind" value={filters.kind ?? ''} onChange={(event) => update({ kind: event.target.value, alert: undefined })}>
+              <option value="">Any kind</option>
+              {ALERT_KINDS.map((kind) => (
+                <option key={kind} value={kind}>
+                  {KIND_LABELS[kind]}
+                </option>
+              ))}
+            </select>
+          )}
+        </FormField>
         <ChoiceField label="Status" name="status" value={filters.status} choices={STATUSES} anyLabel="Any status" onChange={(value) => update({ status: value, alert: undefined })} />
       </div>
       <QueryView

@@ -14,6 +14,7 @@ import { useCreateDestination, useDeleteDestination, useDestinations, useSendTes
 import { ALERT_KINDS, DESTINATION_TYPES, destinationLabel, KIND_LABELS, oneOf, TimeAt } from './parts';
 import './alerts.css';
 import { RoleLimit } from '../auth/RoleLimit';
+import { FormField } from '../../components/FormField';
 
 type DestinationType = Destination['type'];
 const TYPES = Object.keys(DESTINATION_TYPES) as DestinationType[];
@@ -258,17 +259,18 @@ function DestinationList() {
       <h2 id="destination-list">Destinations</h2>
       <div className="toolbar">
         <ChoiceField label="Type" name="type" value={type} choices={TYPES} anyLabel="Any type" onChange={(value) => update({ type: value })} />
-        <label className="field">
-          <span>Receives alerts of</span>
-          <select name="project" value={project ?? ''} onChange={(event) => update({ project: event.target.value })}>
-            <option value="">Any project</option>
-            {projects.map((choice) => (
-              <option key={choice.id} value={choice.id}>
-                {choice.name}
-              </option>
-            ))}
-          </select>
-        </label>
+        <FormField label="Receives alerts of">
+          {(control) => (
+            <select {...control} name="project" value={project ?? ''} onChange={(event) => update({ project: event.target.value })}>
+              <option value="">Any project</option>
+              {projects.map((choice) => (
+                <option key={choice.id} value={choice.id}>
+                  {choice.name}
+                </option>
+              ))}
+            </select>
+          )}
+        </FormField>
       </div>
       <QueryView
         query={destinations}

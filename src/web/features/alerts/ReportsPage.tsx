@@ -8,6 +8,7 @@ import { useDeleteSchedule, usePreview, usePutSchedule, useSchedule, type Schedu
 import { TimeAt } from './parts';
 import './alerts.css';
 import { RoleLimit } from '../auth/RoleLimit';
+import { FormField } from '../../components/FormField';
 
 const WEEKDAYS: Record<Schedule['weekday'], string> = {
   monday: 'Monday',
@@ -58,16 +59,17 @@ function ScheduleForm({ schedule, save }: { schedule: Schedule | null; save: Ret
       </fieldset>
       <div className="schedule-when">
         {cadence === 'weekly' && (
-          <label className="field">
-            <span>Day</span>
-            <select name="weekday" defaultValue={schedule?.weekday ?? 'monday'}>
-              {(Object.keys(WEEKDAYS) as Array<Schedule['weekday']>).map((day) => (
-                <option key={day} value={day}>
-                  {WEEKDAYS[day]}
-                </option>
-              ))}
-            </select>
-          </label>
+          <FormField label="Day">
+            {(control) => (
+              <select {...control} name="weekday" defaultValue={schedule?.weekday ?? 'monday'}>
+                {(Object.keys(WEEKDAYS) as Array<Schedule['weekday']>).map((day) => (
+                  <option key={day} value={day}>
+                    {WEEKDAYS[day]}
+                  </option>
+                ))}
+              </select>
+            )}
+          </FormField>
         )}
         <label className="field">
           <span>Send at</span>

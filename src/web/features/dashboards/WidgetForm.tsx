@@ -6,6 +6,7 @@ import { useMetricNames } from '../metrics/api';
 import type { ViewName, WidgetType } from './api';
 import { COLUMNS, MIN_HEIGHT, MIN_WIDTH } from './layout';
 import { VIEW_NAMES, VIEWS, type ParamField } from './views';
+import { FormField } from '../../components/FormField';
 
 /** What the form adds: the grid finds it a place. */
 export interface NewWidget {
@@ -79,34 +80,37 @@ export function WidgetForm({ scopeProject, window, onAdd, onClose }: { scopeProj
       <h2 id={headingId}>Add a widget</h2>
       <form onSubmit={submit}>
         <div className="widget-form-fields">
-          <label className="field">
-            <span>View</span>
-            <select name="view" value={view} onChange={(event) => chooseView(event.target.value as ViewName)}>
-              {VIEW_NAMES.map((name) => (
-                <option key={name} value={name}>
-                  {VIEWS[name].label}
-                </option>
-              ))}
-            </select>
-          </label>
-          <label className="field">
-            <span>Project</span>
-            <select name="project" value={project} onChange={(event) => setProject(event.target.value)}>
-              <option value="">Whichever the top bar picks</option>
-              <ProjectOptions />
-            </select>
-          </label>
+          <FormField label="View">
+            {(control) => (
+              <select {...control} name="view" value={view} onChange={(event) => chooseView(event.target.value as ViewName)}>
+                {VIEW_NAMES.map((name) => (
+                  <option key={name} value={name}>
+                    {VIEWS[name].label}
+                  </option>
+                ))}
+              </select>
+            )}
+          </FormField>
+          <FormField label="Project">
+            {(control) => (
+              <select {...control} name="project" value={project} onChange={(event) => setProject(event.target.value)}>
+                <option value="">Whichever the top bar picks</option>
+                <ProjectOptions />
+              </select>
+            )}
+          </FormField>
           {spec.fields.map((field) => (
             <ParamInput key={`${view}:${field.name}`} field={field} value={values[field.name] ?? ''} onChange={(value) => setValues({ ...values, [field.name]: value })} project={project || scopeProject} window={window} />
           ))}
           {spec.chart && (
-            <label className="field">
-              <span>Show as</span>
-              <select name="type" value={type} onChange={(event) => setType(event.target.value as WidgetType)}>
-                <option value="timeseries">Chart</option>
-                <option value="table">Table</option>
-              </select>
-            </label>
+            <FormField label="Show as">
+              {(control) => (
+                <select {...control} name="type" value={type} onChange={(event) => setType(event.target.value as WidgetType)}>
+                  <option value="timeseries">Chart</option>
+                  <option value="table">Table</option>
+                </select>
+              )}
+            </FormField>
           )}
           <label className="field">
             <span>

@@ -9,6 +9,7 @@ import { useQueryParams, useScope, useTimeWindow } from '../../lib/url-state';
 import { useIssues, type IssueFilters } from './api';
 import { LevelBadge, SeenAt, StatusBadge } from './parts';
 import './issues.css';
+import { FormField } from '../../components/FormField';
 
 type IssueQuery = QueryOf<'/v1/issues'>;
 type IssuePage = NonNullable<ReturnType<typeof useIssues>['data']>;
@@ -68,38 +69,41 @@ function IssueFiltersBar() {
         </label>
         <button type="submit">Search</button>
       </form>
-      <label className="field">
-        <span>Status</span>
-        <select value={get('status') ?? ''} onChange={(event) => update({ status: event.target.value })}>
-          <option value="">Any status</option>
-          {STATUSES.map((status) => (
-            <option key={status} value={status}>
-              {status[0]!.toUpperCase() + status.slice(1)}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label className="field">
-        <span>Level</span>
-        <select value={get('level') ?? ''} onChange={(event) => update({ level: event.target.value })}>
-          <option value="">Any level</option>
-          {LEVELS.map((level) => (
-            <option key={level} value={level}>
-              {level[0]!.toUpperCase() + level.slice(1)}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label className="field">
-        <span>Sort by</span>
-        <select value={get('sort') ?? 'last_seen'} onChange={(event) => update({ sort: event.target.value === 'last_seen' ? undefined : event.target.value })}>
-          {SORTS.map((sort) => (
-            <option key={sort.value} value={sort.value}>
-              {sort.label}
-            </option>
-          ))}
-        </select>
-      </label>
+      <FormField label="Status">
+        {(control) => (
+          <select {...control} value={get('status') ?? ''} onChange={(event) => update({ status: event.target.value })}>
+            <option value="">Any status</option>
+            {STATUSES.map((status) => (
+              <option key={status} value={status}>
+                {status[0]!.toUpperCase() + status.slice(1)}
+              </option>
+            ))}
+          </select>
+        )}
+      </FormField>
+      <FormField label="Level">
+        {(control) => (
+          <select {...control} value={get('level') ?? ''} onChange={(event) => update({ level: event.target.value })}>
+            <option value="">Any level</option>
+            {LEVELS.map((level) => (
+              <option key={level} value={level}>
+                {level[0]!.toUpperCase() + level.slice(1)}
+              </option>
+            ))}
+          </select>
+        )}
+      </FormField>
+      <FormField label="Sort by">
+        {(control) => (
+          <select {...control} value={get('sort') ?? 'last_seen'} onChange={(event) => update({ sort: event.target.value === 'last_seen' ? undefined : event.target.value })}>
+            {SORTS.map((sort) => (
+              <option key={sort.value} value={sort.value}>
+                {sort.label}
+              </option>
+            ))}
+          </select>
+        )}
+      </FormField>
     </div>
   );
 }

@@ -8,6 +8,7 @@ import { formatDuration, formatNumber, formatPercent, formatTime } from '../../l
 import { useQueryParams, useScope, useTimeWindow } from '../../lib/url-state';
 import { useAnomalies, useServiceTraffic, type Anomaly, type AnomalyFilters } from './api';
 import './metrics.css';
+import { FormField } from '../../components/FormField';
 
 type Metric = Anomaly['metric'];
 /** `unit` is the chart's: short, since the value axis has a fixed width. */
@@ -50,25 +51,27 @@ export default function AnomaliesPage() {
           </label>
           <button type="submit">Filter</button>
         </form>
-        <label className="field">
-          <span>Metric</span>
-          <select value={filters.metric ?? ''} onChange={(event) => update({ metric: event.target.value })}>
-            <option value="">All metrics</option>
-            {Object.entries(METRICS).map(([value, { label }]) => (
-              <option key={value} value={value}>
-                {label}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          <span>Status</span>
-          <select value={filters.status ?? ''} onChange={(event) => update({ status: event.target.value })}>
-            <option value="">Open and closed</option>
-            <option value="open">Open</option>
-            <option value="closed">Closed</option>
-          </select>
-        </label>
+        <FormField label="Metric">
+          {(control) => (
+            <select {...control} value={filters.metric ?? ''} onChange={(event) => update({ metric: event.target.value })}>
+              <option value="">All metrics</option>
+              {Object.entries(METRICS).map(([value, { label }]) => (
+                <option key={value} value={value}>
+                  {label}
+                </option>
+              ))}
+            </select>
+          )}
+        </FormField>
+        <FormField label="Status">
+          {(control) => (
+            <select {...control} value={filters.status ?? ''} onChange={(event) => update({ status: event.target.value })}>
+              <option value="">Open and closed</option>
+              <option value="open">Open</option>
+              <option value="closed">Closed</option>
+            </select>
+          )}
+        </FormField>
       </div>
       <QueryView
         query={anomalies}

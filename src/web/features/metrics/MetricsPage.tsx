@@ -9,6 +9,7 @@ import { useQueryParams, useScope, useTimeWindow } from '../../lib/url-state';
 import { useMetricNames, useMetricSeries, type Aggregation, type MetricName, type MetricSeries } from './api';
 import { DISTRIBUTIONS, readableUnit, unitOf, withUnit } from './units';
 import './metrics.css';
+import { FormField } from '../../components/FormField';
 
 const AGGREGATIONS: Aggregation[] = ['sum', 'avg', 'min', 'max', 'count', 'rate', 'p50', 'p95', 'p99'];
 const PERCENTILES = new Set<Aggregation>(['p50', 'p95', 'p99']);
@@ -42,19 +43,20 @@ export default function MetricsPage() {
           const metric = answer.data.find((candidate) => candidate.name === name);
           return (
             <>
-              <label className="field metric-picker">
-                <span>Metric</span>
-                <select value={name ?? ''} onChange={(event) => update({ name: event.target.value, aggregation: undefined, attribute: undefined })}>
-                  <option value="">Choose a metric…</option>
-                  {name && !metric && <option value={name}>{name}</option>}
-                  {answer.data.map((candidate) => (
-                    <option key={candidate.name} value={candidate.name}>
-                      {candidate.name}
-                      {candidate.unit && candidate.unit !== '1' ? ` (${readableUnit(candidate.unit)})` : ''}
-                    </option>
-                  ))}
-                </select>
-              </label>
+              <FormField label="Metric">
+                {(control) => (
+                  <select {...control} className="metric-select" value={name ?? ''} onChange={(event) => update({ name: event.target.value, aggregation: undefined, attribute: undefined })}>
+                    <option value="">Choose a metric…</option>
+                    {name && !metric && <option value={name}>{name}</option>}
+                    {answer.data.map((candidate) => (
+                      <option key={candidate.name} value={candidate.name}>
+                        {candidate.name}
+                        {candidate.unit && candidate.unit !== '1' ? ` (${readableUnit(candidate.unit)})` : ''}
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </FormField>
               {name ? (
                 <MetricView name={name} metric={metric} project={project} />
               ) : (
@@ -114,29 +116,31 @@ function MetricView({ name, metric, project }: { name: string; metric: MetricNam
   return (
     <>
       <div className="toolbar">
-        <label className="field">
-          <span>Aggregation</span>
-          <select value={aggregation ?? ''} onChange={(event) => update({ aggregation: event.target.value })}>
-            <option value="">Default{answered && !aggregation ? ` (${answered.aggregation})` : ''}</option>
-            {AGGREGATIONS.map((option) => (
-              <option key={option} value={option} disabled={PERCENTILES.has(option) && type !== undefined && !DISTRIBUTIONS.has(type)}>
-                {option}
-                {PERCENTILES.has(option) ? ' (histograms)' : ''}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label className="field">
-          <span>Step</span>
-          <select value={step ?? ''} onChange={(event) => update({ step: event.target.value })}>
-            <option value="">Auto{answered && !step ? ` (${formatDuration(answered.step * 1000)})` : ''}</option>
-            {STEPS.map((seconds) => (
-              <option key={seconds} value={seconds}>
-                {formatDuration(seconds * 1000)}
-              </option>
-            ))}
-          </select>
-        </label>
+        <FormField label="Aggregation">
+          {(control) => (
+            <select {...control} value={aggregation ?? ''} onChange={(event) => update({ aggregation: event.target.value })}>
+              <option value="">Default{answered && !aggregation ? ` (${answered.aggregation})` : ''}</option>
+              {AGGREGATIONS.map((option) => (
+                <option key={option} value={option} disabled={PERCENTILES.has(option) && type !== undefined && !DISTRIBUTIONS.has(type)}>
+                  {option}
+                  {PERCENTILES.has(option) ? ' (histograms)' : ''}
+                </option>
+              ))}
+            </select>
+          )}
+        </FormField>
+        <FormField label="Step">
+          {(control) => (
+            <select {...control} value={step ?? ''} onChange={(event) => update({ step: event.target.value })}>
+              <option value="">Auto{answered && !step ? ` (${formatDuration(answered.step * 1000)})` : ''}</option>
+              {STEPS.map((seconds) => (
+                <option key={seconds} value={seconds}>
+                  {formatDuration(seconds * 1000)}
+                </option>
+              ))}
+            </select>
+          )}
+        </FormField>
         <AddToList
           label="Service"
           action="Add line"

@@ -9,6 +9,7 @@ import { ErrorNotice, Loading } from '../../components/states';
 import { useQueryParams } from '../../lib/url-state';
 import { useCreateProject, useProjectDsns, useProjects } from '../projects/api';
 import { snippetsFor } from './snippets';
+import { FormField } from '../../components/FormField';
 
 /** Polls for the project's first issue (every 2 s) until one arrives. */
 const useFirstIssue = (project: string) =>
@@ -68,16 +69,17 @@ function SendTelemetry({ projectId }: { projectId: string }) {
       </section>
       <section className="panel" aria-labelledby="snippet-heading">
         <h2 id="snippet-heading">Send your first event</h2>
-        <label className="field">
-          <span>SDK</span>
-          <select value={shown.id} onChange={(event) => setSnippet(event.target.value)}>
-            {snippets.map((item) => (
-              <option key={item.id} value={item.id}>
-                {item.label}
-              </option>
-            ))}
-          </select>
-        </label>
+        <FormField label="SDK">
+          {(control) => (
+            <select {...control} value={shown.id} onChange={(event) => setSnippet(event.target.value)}>
+              {snippets.map((item) => (
+                <option key={item.id} value={item.id}>
+                  {item.label}
+                </option>
+              ))}
+            </select>
+          )}
+        </FormField>
         <CodeBlock code={shown.code} label={`${shown.label} snippet`} />
       </section>
       <section className="panel" aria-labelledby="waiting-heading" aria-live="polite">

@@ -10,6 +10,7 @@ import { useQueryParams, useScope, useTimeWindow, type TimeWindow } from '../../
 import { useProjects } from '../projects/api';
 import { useEndpointSurges, useQueryPatterns, useQueues, useSlowQueries, useTraffic, type DatabaseFilters } from './api';
 import './performance.css';
+import { FormField } from '../../components/FormField';
 
 type Traffic = AnswerOf<'/v1/traffic'>;
 type EndpointSurge = AnswerOf<'/v1/endpoints/surges'>['data'][number];
@@ -210,13 +211,14 @@ function QueryPatternsSection({ filters, window }: { filters: DatabaseFilters; w
   return (
     <Section id="query-patterns" title="Query patterns" note="Statements with literals, IN lists and VALUES rows as placeholders.">
       <div className="toolbar">
-        <label className="field">
-          <span>Rank patterns by</span>
-          <select value={sort} onChange={(event) => update({ sort: event.target.value === 'calls' ? 'calls' : undefined })}>
-            <option value="total_ms">Total time</option>
-            <option value="calls">Calls</option>
-          </select>
-        </label>
+        <FormField label="Rank patterns by">
+          {(control) => (
+            <select {...control} value={sort} onChange={(event) => update({ sort: event.target.value === 'calls' ? 'calls' : undefined })}>
+              <option value="total_ms">Total time</option>
+              <option value="calls">Calls</option>
+            </select>
+          )}
+        </FormField>
       </div>
       <QueryView query={patterns} loadingLabel="Loading query patterns…" isEmpty={(page) => page.data.length === 0 && !cursor} empty={NO_DATABASE_CALLS}>
         {(page) => (

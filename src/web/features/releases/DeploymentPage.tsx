@@ -8,6 +8,7 @@ import { useQueryParams } from '../../lib/url-state';
 import { useDeployment, useDeploymentHealth, type Deployment, type Health } from './api';
 import { CommitLink, useProjectNames, VerdictBadge } from './parts';
 import './releases.css';
+import { FormField } from '../../components/FormField';
 
 const DEFAULT_WINDOW = 60;
 const WINDOW_CHOICES = [15, 30, 60, 120, 240, 720, 1440];
@@ -364,16 +365,17 @@ function WindowChoice() {
   const choices = WINDOW_CHOICES.includes(minutes) ? WINDOW_CHOICES : [...WINDOW_CHOICES, minutes].sort((a, b) => a - b);
   return (
     <div className="toolbar">
-      <label className="field">
-        <span>Minutes compared on each side</span>
-        <select value={minutes} onChange={(event) => choose(Number(event.target.value))}>
-          {choices.map((choice) => (
-            <option key={choice} value={choice}>
-              {choice === DEFAULT_WINDOW ? `${choice} (the evaluator's)` : choice}
-            </option>
-          ))}
-        </select>
-      </label>
+      <FormField label="Minutes compared on each side">
+        {(control) => (
+          <select {...control} value={minutes} onChange={(event) => choose(Number(event.target.value))}>
+            {choices.map((choice) => (
+              <option key={choice} value={choice}>
+                {choice === DEFAULT_WINDOW ? `${choice} (the evaluator's)` : choice}
+              </option>
+            ))}
+          </select>
+        )}
+      </FormField>
     </div>
   );
 }

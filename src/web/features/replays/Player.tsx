@@ -1,4 +1,4 @@
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useId, useRef, useState } from 'react';
 import { Replayer, type eventWithTime } from 'rrweb';
 import playerStyles from 'rrweb/dist/style.css?url';
 import { formatDuration } from '../../lib/format';
@@ -20,6 +20,7 @@ const clock = (ms: number) => {
  */
 export function ReplayPlayer({ events, label }: { events: eventWithTime[]; label: string }) {
   const box = useRef<HTMLDivElement>(null);
+  const speedId = useId();
   const stage = useRef<HTMLIFrameElement>(null);
   const [stageLoaded, setStageLoaded] = useState(false);
   const [replayer, setReplayer] = useState<Replayer>();
@@ -104,23 +105,24 @@ export function ReplayPlayer({ events, label }: { events: eventWithTime[]; label
         <span className="mono nowrap" aria-label="Time">
           {clock(position)} / {clock(total)}
         </span>
-        <label className="inline-field">
-          <span>Speed</span>
-          <select
-            value={speed}
-            onChange={(event) => {
-              const next = Number(event.target.value);
-              setSpeed(next);
-              replayer?.setConfig({ speed: next });
-            }}
-          >
-            {SPEEDS.map((value) => (
-              <option key={value} value={value}>
-                {value}×
-              </option>
-            ))}
-          </select>
+        <label className="inline-field" htmlFor={speedId}>
+          Speed
         </label>
+        <select
+          id={speedId}
+          value={speed}
+          onChange={(event) => {
+            const next = Number(event.target.value);
+            setSpeed(next);
+            replayer?.setConfig({ speed: next });
+          }}
+        >
+          {SPEEDS.map((value) => (
+            <option key={value} value={value}>
+              {value}×
+            </option>
+          ))}
+        </select>
         <span className="small muted">Inactive stretches are skipped; the recording lasts {formatDuration(total)}.</span>
       </figcaption>
     </figure>

@@ -10,6 +10,7 @@ import { useProjects, type Project } from '../projects/api';
 import { useDeleteIntegration, useIntegrations, usePutIntegration, type Integration, type Provider } from './project-api';
 import './projects.css';
 import { RoleLimit } from '../auth/RoleLimit';
+import { FormField } from '../../components/FormField';
 
 const PROVIDERS: Array<{ id: Provider; name: string; repository: string; token: string }> = [
   { id: 'github', name: 'GitHub', repository: 'owner/name, e.g. acme/shop', token: 'a fine-grained token with read access to the repository’s contents and metadata' },
@@ -143,16 +144,17 @@ export default function IntegrationsPage() {
           const chosen = page.data.find((project) => project.id === get('project')) ?? page.data[0]!;
           return (
             <>
-              <label className="field">
-                <span>Project</span>
-                <select value={chosen.id} onChange={(event) => update({ project: event.target.value })}>
-                  {page.data.map((project) => (
-                    <option key={project.id} value={project.id}>
-                      {project.name}
-                    </option>
-                  ))}
-                </select>
-              </label>
+              <FormField label="Project">
+                {(control) => (
+                  <select {...control} value={chosen.id} onChange={(event) => update({ project: event.target.value })}>
+                    {page.data.map((project) => (
+                      <option key={project.id} value={project.id}>
+                        {project.name}
+                      </option>
+                    ))}
+                  </select>
+                )}
+              </FormField>
               <ProjectIntegrations key={chosen.id} project={chosen} />
             </>
           );
