@@ -225,6 +225,15 @@ test('dragging a widget by its handle moves it and pushes what was there down; C
   await showsText(failing, '6 columns × 3 rows at column 1, row 6');
   await showsText(logs, '12 columns × 3 rows at column 1, row 9');
 
+  // leaving for another page with the change unsaved asks first; staying keeps the draft
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Logs' }).click();
+  const leave = page.getByRole('dialog', { name: 'Leave without saving?' });
+  await showsText(leave, 'are lost if you leave');
+  await leave.getByRole('button', { name: 'Stay' }).click();
+  await leave.waitFor({ state: 'detached' });
+  expect(new URL(page.url()).pathname).toBe(dashboardPath);
+  await showsText(failing, '6 columns × 3 rows at column 1, row 6');
+
   await page.getByRole('button', { name: 'Cancel' }).click();
   const discard = page.getByRole('dialog', { name: 'Discard your changes?' });
   await showsText(discard, 'go back to how they were saved');
@@ -232,6 +241,9 @@ test('dragging a widget by its handle moves it and pushes what was there down; C
   await page.getByRole('button', { name: 'Edit' }).waitFor();
   expect(await gridPlacement(failing)).toBe(placementOf({ x: 0, y: 8, w: 6, h: 3 }));
   expect(await gridPlacement(logs)).toBe(placementOf({ x: 0, y: 5, w: 12, h: 3 }));
+  // with nothing unsaved, the same link just leaves
+  await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Logs' }).click();
+  await page.waitForURL((url) => url.pathname === '/logs');
 }, 60_000);
 
 test("the top bar's range and project apply to every widget", async () => {

@@ -1,6 +1,7 @@
 import { useMemo, useRef, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { ConfirmButton } from '../../components/ConfirmButton';
+import { LeaveGuard } from '../../components/LeaveGuard';
 import { PageHeader } from '../../components/PageHeader';
 import { EmptyState, ErrorNotice, Loading } from '../../components/states';
 import { useCarriedSearch, useScope, useTimeWindow } from '../../lib/url-state';
@@ -93,6 +94,7 @@ function DashboardView({ dashboard }: { dashboard: Dashboard }) {
   return (
     <>
       <PageHeader title={dashboard.name} description={dashboard.description ?? undefined} actions={actions} />
+      <LeaveGuard when={changed} consequence={<p>The widgets added, moved, resized or removed since you chose Edit are not saved, and are lost if you leave.</p>} />
       {editing && (
         <p className="notice info small">
           Editing. Move and resize a widget with its buttons, or on a wide screen drag it by its handle (⠿) or its corner; widgets in the way move down. Nothing is kept until you choose Save.
