@@ -29,7 +29,7 @@ const portOf = (url: URL) => url.port || (url.protocol === 'https:' ? '443' : '8
 const isLoopback = (hostname: string) => hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
 
 export interface DashboardOptions {
-  config: Pick<Config, 'API_PUBLIC_URL' | 'DASHBOARD_ORIGIN' | 'INGEST_PUBLIC_URL' | 'OLLAMA_HOST' | 'OLLAMA_API_KEY'>;
+  config: Pick<Config, 'API_PUBLIC_URL' | 'DASHBOARD_ORIGIN' | 'INGEST_PUBLIC_URL' | 'OLLAMA_HOST' | 'OLLAMA_API_KEY' | 'PAYMENT_API_KEY'>;
   /** The port the API listens on, for the API's URL on the host the browser used. */
   apiPort: number;
   root?: string;
@@ -100,7 +100,7 @@ export function dashboardHandler({ config, apiPort, root = WEB_ROOT }: Dashboard
         return;
       }
       if (url.pathname === '/config.json') {
-        const body = JSON.stringify({ api_url: apiUrl, sso: Boolean(config.API_PUBLIC_URL), ai: aiEnabled(config), ingest_url: config.INGEST_PUBLIC_URL });
+        const body = JSON.stringify({ api_url: apiUrl, sso: Boolean(config.API_PUBLIC_URL), ai: aiEnabled(config), checkout: Boolean(config.PAYMENT_API_KEY), ingest_url: config.INGEST_PUBLIC_URL });
         res.writeHead(200, { 'Content-Type': types['.json']!, 'Cache-Control': 'no-store' }).end(req.method === 'HEAD' ? undefined : body);
         return;
       }

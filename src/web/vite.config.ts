@@ -44,7 +44,9 @@ function devConfigDocument(): Plugin {
     configureServer(server) {
       server.middlewares.use('/config.json', (_req, res) => {
         res.setHeader('Content-Type', 'application/json');
-        res.end(JSON.stringify({ api_url: apiUrl, sso: Boolean(process.env.API_PUBLIC_URL), ingest_url: ingestUrl }));
+        // the same flags the API process derives from these variables
+        const ai = Boolean(process.env.OLLAMA_HOST || process.env.OLLAMA_API_KEY);
+        res.end(JSON.stringify({ api_url: apiUrl, sso: Boolean(process.env.API_PUBLIC_URL), ai, checkout: Boolean(process.env.PAYMENT_API_KEY), ingest_url: ingestUrl }));
       });
     },
   };

@@ -29,7 +29,7 @@ describe('the dashboard server', () => {
 
   test('/config.json tells the app the API on the host the browser used', async () => {
     const config = await (await fetch(`${dashboard.webUrl}/config.json`)).json();
-    expect(config).toEqual({ api_url: dashboard.apiUrl, sso: false, ai: false, ingest_url: expect.any(String) });
+    expect(config).toEqual({ api_url: dashboard.apiUrl, sso: false, ai: false, checkout: false, ingest_url: expect.any(String) });
   });
 
   test('opened as 127.0.0.1, the dashboard sends the browser to its own origin, where the API accepts its calls', async () => {

@@ -8,6 +8,8 @@ export interface RuntimeConfig {
   sso: boolean;
   /** AI investigations are on (a model is configured). Absent when a team serves the app itself: the app then asks the API, which answers 501 while they are off. */
   ai?: boolean;
+  /** POST /v1/checkout is mounted (PAYMENT_API_KEY is set), so the usage page offers "Upgrade". */
+  checkout?: boolean;
   ingest_url: string;
 }
 

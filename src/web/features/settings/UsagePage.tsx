@@ -1,11 +1,12 @@
 import { useEffect, useRef } from 'react';
+import { runtimeConfig } from '../../api/client';
 import { PageHeader } from '../../components/PageHeader';
 import { Table } from '../../components/Table';
 import { ErrorNotice, QueryView } from '../../components/states';
 import { formatCount, formatNumber } from '../../lib/format';
 import { useQueryParams } from '../../lib/url-state';
 import { useCan } from '../auth/permissions';
-import { useCheckoutAvailable, useStartCheckout, useUsage, type Usage } from './usage-api';
+import { useStartCheckout, useUsage, type Usage } from './usage-api';
 import './projects.css';
 
 const CATEGORY_LABEL: Record<string, string> = {
@@ -117,11 +118,10 @@ export default function UsagePage() {
   const { get } = useQueryParams();
   const usage = useUsage();
   const canAdmin = useCan('admin');
-  const checkoutAvailable = useCheckoutAvailable();
   const returned = get('checkout');
   return (
     <>
-      <PageHeader title="Usage" description="What this organization sent this month, per category, against the plan's figures." actions={canAdmin && checkoutAvailable.data ? <Upgrade /> : undefined} />
+      <PageHeader title="Usage" description="What this organization sent this month, per category, against the plan's figures." actions={canAdmin && runtimeConfig().checkout ? <Upgrade /> : undefined} />
       {returned === 'success' && (
         <p className="notice ok" role="status">
           The checkout is complete.

@@ -6,21 +6,6 @@ export type Usage = AnswerOf<'/v1/usage'>;
 /** This month's usage per category against the plan, per project, and what was dropped. */
 export const useUsage = () => useQuery({ queryKey: ['usage'], queryFn: ({ signal }) => read(api().GET('/v1/usage', { signal })) });
 
-/**
- * Whether this server sells anything: POST /v1/checkout is mounted only with PAYMENT_API_KEY (404 otherwise),
- * and the API's own OpenAPI document lists exactly the routes it mounted.
- */
-export const useCheckoutAvailable = () =>
-  useQuery({
-    queryKey: ['openapi', 'checkout'],
-    queryFn: async ({ signal }) => {
-      const document = await read(api().GET('/v1/openapi.json', { signal }));
-      const paths = (document as { paths?: Record<string, unknown> }).paths ?? {};
-      return '/v1/checkout' in paths;
-    },
-    staleTime: Infinity,
-  });
-
 /** Opens a hosted checkout session; the answer's `url` is where the browser goes next. */
 export const useStartCheckout = () =>
   useMutation({
