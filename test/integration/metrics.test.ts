@@ -1,7 +1,14 @@
 /**
  * Metric names and series over OTLP/JSON metrics with controlled timestamps: a cumulative counter
- * (stored as deltas), a gauge and a cumulative explicit-bounds histogram.
+ * (stored as deltas), a gauge and a cumulative explicit-bounds histogram. The series is read from
+ * per-minute rollups, and from the points of minutes a step boundary cuts and of hours stored before
+ * rollups were kept; either way it answers what the points say.
  */
+import { Types } from 'mongoose';
+import { MetricPoint, MetricRollup } from '../../src/shared/features/metrics/model.js';
+import { ingestMetricPoints } from '../../src/shared/features/metrics/service.js';
+import type { MetricPoint as MetricPointRecord } from '../../src/shared/telemetry/records.js';
+import { RolledUpHours } from '../../src/shared/telemetry/rolled-up-hours.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { nanos, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
@@ -127,5 +134,72 @@ describe('GET /v1/metrics/series', () => {
     expect((await stranger.client.get(`/v1/metrics/names?from=${t0}&to=${t0 + 3_600_000}`)).body.data).toEqual([]);
     expect((await stranger.client.get(`/v1/metrics/series?from=${t0}&to=${t0 + 3_600_000}&name=queue.depth`)).status).toBe(404);
     expect((await stranger.client.get(`/v1/metrics/names?${window()}`)).status).toBe(404);
+  });
+});
+
+describe('GET /v1/metrics/series over rollups', () => {
+  test('a step that starts inside a minute counts that minute’s points on each side of its start', async () => {
+    // minutes 0 and 2 lie whole in the steps from 0 s and from 90 s; minute 1 is cut at 90 s, where its point falls after the cut
+    expect(await values('name=http.requests&step=90')).toEqual([
+      [0, 11],
+      [90_000, 37],
+    ]);
+    // a window that starts 15 s into a minute: every minute is cut
+    const reply = await owner.client.get(`/v1/metrics/series?project=${project.id}&from=${t0 + 15_000}&to=${t0 + 3_600_000}&name=queue.depth&step=60`);
+    expect(reply.body.points.map((point: { t: string; value: number }) => [new Date(point.t).getTime() - t0, point.value])).toEqual([
+      [15_000, 3],
+      [75_000, 5],
+      [135_000, 7],
+    ]);
+  });
+
+  test('a batch stored twice (a retried job) counts its points once', async () => {
+    const other = await projectWithDsn(owner, h.ingest.baseUrl);
+    const point = (timeMs: number, value: number): MetricPointRecord => ({ name: 'jobs.done', type: 'sum', temporality: 'delta', isMonotonic: true, timeMs, value, attributes: { queue: 'mail' }, service: 'worker', source: 'otlp' });
+    const batch = [point(t0 + 10_000, 4), point(t0 + 20_000, 6), point(t0 + 70_000, 1)].map((record) => ({ orgId: owner.organization.id, projectId: other.id, record }));
+    await ingestMetricPoints(batch);
+    await ingestMetricPoints(batch);
+    const reply = await owner.client.get(`/v1/metrics/series?project=${other.id}&from=${t0}&to=${t0 + 3_600_000}&name=jobs.done&step=60`);
+    expect(reply.body.points.map((p: { t: string; value: number }) => [new Date(p.t).getTime() - t0, p.value])).toEqual([
+      [0, 10],
+      [60_000, 1],
+    ]);
+    const count = await owner.client.get(`/v1/metrics/series?project=${other.id}&from=${t0}&to=${t0 + 3_600_000}&name=jobs.done&step=3600&aggregation=count`);
+    expect(count.body.points).toEqual([{ t: new Date(t0).toISOString(), value: 3 }]);
+    const rollups = await MetricRollup.find({ projectId: new Types.ObjectId(other.id) }).sort({ at: 1 }).lean();
+    expect(rollups.map((rollup) => [rollup.at.getTime() - t0, rollup.points, rollup.valueSum])).toEqual([
+      [0, 2, 10],
+      [60_000, 1, 1],
+    ]);
+  });
+
+  test('hours stored before rollups were kept are read from their points, later ones from rollups, in one answer', async () => {
+    const upgraded = await signUp(h, 'upgraded');
+    const legacy = await projectWithDsn(upgraded, h.ingest.baseUrl);
+    const orgId = new Types.ObjectId(upgraded.organization.id);
+    const before = t0 - 3_600_000;
+    const at = [before + 10 * 60_000, before + 40 * 60_000, t0 + 5 * 60_000];
+    const body = { resourceMetrics: [{ resource: { attributes: [{ key: 'service.name', value: { stringValue: 'api' } }] }, scopeMetrics: [{ metrics: [{ name: 'pool.size', gauge: { dataPoints: at.map((time, i) => ({ timeUnixNano: nanos(time), asInt: String([1, 3, 10][i]) })) } }] }] }] };
+    const reply = await h.ingest.request('POST', '/v1/metrics', JSON.stringify(body), { 'content-type': 'application/json', authorization: `Bearer ${legacy.publicKey}` });
+    expect(reply.status).toBe(200);
+    const series = async (step: number) => {
+      const answer = await upgraded.client.get(`/v1/metrics/series?project=${legacy.id}&from=${before}&to=${t0 + 3_600_000}&name=pool.size&step=${step}`);
+      return answer.body.points?.map((p: { t: string; value: number }) => [new Date(p.t).getTime() - before, p.value]);
+    };
+    await eventually(async () => ((await series(3600))?.length === 2 ? true : undefined), 'points stored');
+    // as a previous version left it: the first hour's points without rollups (nor minutes), and rollups kept from its end on
+    const hour = Math.floor(before / 3_600_000);
+    await MetricRollup.deleteMany({ orgId, hour });
+    await MetricPoint.updateMany({ orgId, hour }, { $unset: { minute: 1 } });
+    await RolledUpHours.updateOne({ orgId, rollup: MetricRollup.collection.collectionName, since: { $exists: true } }, { $set: { since: new Date(t0 - 1) } });
+    expect(await series(3600)).toEqual([
+      [0, 2],
+      [3_600_000, 10],
+    ]);
+    expect(await series(1800)).toEqual([
+      [0, 1],
+      [1_800_000, 3],
+      [3_600_000, 10],
+    ]);
   });
 });

@@ -42,6 +42,7 @@ interface Pending {
   fields: Record<string, unknown>;
   key: Record<string, unknown>;
   inc: Record<string, number>;
+  min: Record<string, number>;
   max: Record<string, number>;
   first: Record<string, unknown>;
 }
@@ -62,20 +63,21 @@ export class RollupBatch {
 
   /**
    * Adds `counts` (`$inc` paths, e.g. `count` or `latency.12`) to the rollup of `key` in the minute
-   * of `place`; `max` fields keep their largest value, `first` fields the value of the write that
-   * created the document (an example).
+   * of `place`; `min` and `max` fields keep their smallest and largest value, `first` fields the value
+   * of the write that created the document (an example).
    */
-  add(place: RollupPlace, key: Record<string, unknown>, counts: Record<string, number>, options: { max?: Record<string, number>; first?: Record<string, unknown> } = {}): void {
+  add(place: RollupPlace, key: Record<string, unknown>, counts: Record<string, number>, options: { min?: Record<string, number>; max?: Record<string, number>; first?: Record<string, unknown> } = {}): void {
     const minute = minuteOf(place.atMs);
     const names = Object.keys(key).sort();
     const id = contentId(this.kind, place.projectId.toHexString(), minute, ...names.map((name) => [name, key[name] ?? null]));
     const hex = id.toHexString();
     let entry = this.pending.get(hex);
     if (!entry) {
-      entry = { id, place, fields: key, key: { orgId: place.orgId, projectId: place.projectId, at: new Date(minute), hour: hourOf(minute), ...key }, inc: {}, max: {}, first: {} };
+      entry = { id, place, fields: key, key: { orgId: place.orgId, projectId: place.projectId, at: new Date(minute), hour: hourOf(minute), ...key }, inc: {}, min: {}, max: {}, first: {} };
       this.pending.set(hex, entry);
     }
     for (const [path, count] of Object.entries(counts)) entry.inc[path] = (entry.inc[path] ?? 0) + count;
+    for (const [path, value] of Object.entries(options.min ?? {})) entry.min[path] = Math.min(entry.min[path] ?? Infinity, value);
     for (const [path, value] of Object.entries(options.max ?? {})) entry.max[path] = Math.max(entry.max[path] ?? -Infinity, value);
     for (const [path, value] of Object.entries(options.first ?? {})) if (!(path in entry.first)) entry.first[path] = value;
   }
@@ -87,7 +89,7 @@ export class RollupBatch {
   /**
    * Writes the batch into `collection`, and with `hourly`, the same counts into the rollups of the whole
    * hour (`at` the hour's start) in that collection, which views over whole hours read instead of the
-   * hour's many minutes (allInWindowByWholeHour). `max` and `first` fields are not kept per hour.
+   * hour's many minutes (allInWindowByWholeHour). `min`, `max` and `first` fields are not kept per hour.
    */
   async write(collection: mongo.Collection, hourly?: mongo.Collection): Promise<void> {
     if (this.pending.size === 0) return;
@@ -104,7 +106,7 @@ export class RollupBatch {
       const hex = id.toHexString();
       let sum = hours.get(hex);
       if (!sum) {
-        sum = { ...entry, id, key: { ...entry.key, at: new Date(hour * HOUR_MS) }, inc: {}, max: {}, first: {} };
+        sum = { ...entry, id, key: { ...entry.key, at: new Date(hour * HOUR_MS) }, inc: {}, min: {}, max: {}, first: {} };
         hours.set(hex, sum);
       }
       for (const [path, count] of Object.entries(entry.inc)) sum.inc[path] = (sum.inc[path] ?? 0) + count;
@@ -123,6 +125,7 @@ export class RollupBatch {
           update: {
             $setOnInsert: { ...entry.key, ...entry.first },
             $inc: entry.inc,
+            ...(Object.keys(entry.min).length > 0 && { $min: entry.min }),
             ...(Object.keys(entry.max).length > 0 && { $max: entry.max }),
           },
           upsert: true,

@@ -5,7 +5,7 @@ import { Organization, Session } from '../accounts/model.js';
 import { Feedback } from '../feedback/model.js';
 import { ErrorEvent, Issue, IssueUser } from '../issues/model.js';
 import { Log, LogPattern, LogRollup, LogRollupHourly } from '../logs/model.js';
-import { MetricName, MetricPoint, MetricSeries } from '../metrics/model.js';
+import { MetricName, MetricPoint, MetricRollup, MetricSeries } from '../metrics/model.js';
 import { ReleaseHealth, ReleaseRollup, ReleaseSummary } from '../releases/model.js';
 import { Replay, ReplaySegment } from '../replays/model.js';
 import { SpanRollup, SpanRollupHourly } from '../services/model.js';
@@ -48,6 +48,7 @@ const expiring: [name: string, collection: mongo.Collection, timeField: string][
   ['logRollups', LogRollup.collection, 'at'],
   ['logRollupsHourly', LogRollupHourly.collection, 'at'],
   ['metricPoints', MetricPoint.collection, 'time'],
+  ['metricRollups', MetricRollup.collection, 'at'],
   // A series quiet for longer than retention starts over: its next cumulative point counts in full.
   ['metricSeries', MetricSeries.collection, 'lastAt'],
   ['metricNames', MetricName.collection, 'lastSeenAt'],

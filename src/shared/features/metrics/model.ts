@@ -1,5 +1,6 @@
 import { Schema, model } from 'mongoose';
 import { metricTypes } from '../../telemetry/records.js';
+import { rollupSchema } from '../../telemetry/rollups.js';
 import { attributePairsField } from '../../telemetry/storage.js';
 
 const metricPointSchema = new Schema({
@@ -32,11 +33,15 @@ const metricPointSchema = new Schema({
   attributes: attributePairsField,
   /** Hours since the epoch: a series is read an hour at a time, by equality. */
   hour: { type: Number, required: true },
+  /** Minutes since the epoch: a minute that the series' steps split is read from its points (absent before the rollups). */
+  minute: { type: Number },
   source: { type: String, required: true },
 });
 // a metric's points over a time window, an hour at a time (and in order of time, on MongoDB).
 metricPointSchema.index({ projectId: 1, name: 1, hour: 1, time: 1 });
 metricPointSchema.index({ orgId: 1, name: 1, hour: 1 });
+// a metric's points of one minute, where a step of the series starts inside a rolled-up minute.
+metricPointSchema.index({ orgId: 1, name: 1, minute: 1 });
 // retention cleanup by organisation and age.
 metricPointSchema.index({ orgId: 1, time: 1 });
 
@@ -80,7 +85,36 @@ metricNameSchema.index({ projectId: 1, name: 1 }, { unique: true });
 // retention cleanup of names no longer reported.
 metricNameSchema.index({ orgId: 1, lastSeenAt: 1 });
 
+/**
+ * One minute of one series of a metric (project, name, type, service, attributes and, for explicit-bounds
+ * histograms, the bucket layout), as its points add up: what the series view reads instead of the points.
+ * Gauges and sums count their values (`values`, `valueSum`, `valueMin`, `valueMax`); histograms and
+ * summaries their `count`, `sum`, `min`, `max` and, per bucket index, `buckets` (cumulative points as the
+ * deltas they are stored as). `points` counts every point, with or without a value.
+ */
+const metricRollupSchema = rollupSchema({
+  name: { type: String, required: true },
+  type: { type: String, enum: metricTypes, required: true },
+  service: { type: String, required: true },
+  attributes: attributePairsField,
+  /** The buckets' upper bounds, for explicit-bounds histograms; null otherwise. */
+  explicitBounds: { type: [Number], default: null },
+  points: { type: Number, default: 0 },
+  values: { type: Number, default: 0 },
+  valueSum: { type: Number, default: 0 },
+  valueMin: { type: Number, default: null },
+  valueMax: { type: Number, default: null },
+  count: { type: Number, default: 0 },
+  sum: { type: Number, default: 0 },
+  min: { type: Number, default: null },
+  max: { type: Number, default: null },
+  buckets: { type: Schema.Types.Mixed, default: undefined },
+});
+// a metric's rollups in a window, of an organisation (and filtered to its projects), an hour at a time.
+metricRollupSchema.index({ orgId: 1, name: 1, hour: 1 });
+
 export const MetricPoint = model('MetricPoint', metricPointSchema, 'metric_points');
 export const MetricSeries = model('MetricSeries', metricSeriesSchema, 'metric_series');
 export const MetricName = model('MetricName', metricNameSchema, 'metric_names');
+export const MetricRollup = model('MetricRollup', metricRollupSchema, 'metric_rollups');
 

@@ -1,13 +1,16 @@
 import { Types, type mongo } from 'mongoose';
 import type { z } from 'zod';
+import { checkDeadline, untilDeadline } from '../../context.js';
 import { notFound } from '../../errors.js';
 import { decodeCursor, encodeCursor } from '../../paging.js';
 import { sha256 } from '../../secrets.js';
 import type { MetricPoint as MetricPointRecord, Stamped } from '../../telemetry/records.js';
-import { attributePairs, contentId, hasAttributes, insertNew, inTurns, updateEach, upsertAll } from '../../telemetry/storage.js';
-import { hourOf } from '../../telemetry/time-buckets.js';
-import { inWindowByHour, scopeFilter, stepMsOf, stepStartOf, type ViewScope } from '../../views.js';
-import { MetricName, MetricPoint, MetricSeries } from './model.js';
+import { lastUnmarkedHour, markHours } from '../../telemetry/rolled-up-hours.js';
+import { RollupBatch } from '../../telemetry/rollups.js';
+import { attributePairs, contentId, hasAttributes, inParallel, insertNew, inTurns, updateEach, upsertAll, type AttributePair } from '../../telemetry/storage.js';
+import { epochMinuteOf, hourOf, MINUTE_MS, minuteOf } from '../../telemetry/time-buckets.js';
+import { hoursDown, readHours, readOnce, scopeFilter, stepMsOf, stepStartOf, type ViewScope } from '../../views.js';
+import { MetricName, MetricPoint, MetricRollup, MetricSeries } from './model.js';
 import type { metricAggregations, metricNameJson, metricNamesQuery, metricSeriesJson, metricSeriesQuery } from './schemas.js';
 
 function pointDoc({ orgId, projectId, record }: Stamped<MetricPointRecord>) {
@@ -39,6 +42,7 @@ function pointDoc({ orgId, projectId, record }: Stamped<MetricPointRecord>) {
     quantiles: record.quantiles ?? null,
     attributes,
     hour: hourOf(record.timeMs),
+    minute: epochMinuteOf(record.timeMs),
     source: record.source,
   };
 }
@@ -157,21 +161,54 @@ function nameSightings(docs: PointDoc[]): NameSighting[] {
   return [...sightings.values()];
 }
 
+const isDistribution = (type: string) => type === 'histogram' || type === 'exponential_histogram' || type === 'summary';
+
+/** The bucket layout a point's percentiles are read in: an explicit-bounds histogram's upper bounds, else null. */
+const layoutOf = (point: Pick<PointDoc, 'bucketCounts' | 'explicitBounds'>) => (point.bucketCounts && point.explicitBounds ? point.explicitBounds : null);
+
+/** What a point adds to its minute's rollup (see the MetricRollup model): `$inc` counts, and values kept as the smallest and largest. */
+function rollupTotals(point: PointDoc): { counts: Record<string, number>; min: Record<string, number>; max: Record<string, number> } {
+  if (isDistribution(point.type)) {
+    const counts: Record<string, number> = { points: 1, count: point.count ?? 0, sum: point.sum ?? 0 };
+    if (layoutOf(point)) point.bucketCounts!.forEach((count, index) => (counts[`buckets.${index}`] = count));
+    return { counts, min: point.min === null ? {} : { min: point.min }, max: point.max === null ? {} : { max: point.max } };
+  }
+  if (point.value === null) return { counts: { points: 1 }, min: {}, max: {} };
+  return { counts: { points: 1, values: 1, valueSum: point.value }, min: { valueMin: point.value }, max: { valueMax: point.value } };
+}
+
+/** Per-minute rollups of newly stored points, one document per series, type and bucket layout. */
+function rollupCounts(points: PointDoc[]): RollupBatch {
+  const batch = new RollupBatch('metric-rollup');
+  for (const point of points) {
+    const { counts, min, max } = rollupTotals(point);
+    const key = { name: point.name, type: point.type, service: point.service, attributes: point.attributes, explicitBounds: layoutOf(point) };
+    batch.add({ orgId: point.orgId, projectId: point.projectId, atMs: point.time.getTime() }, key, counts, { min, max });
+  }
+  return batch;
+}
+
 /**
- * Stores metric points (cumulative counters as deltas) and registers their names. A point's `_id` is
- * derived from its series and time, so a replayed batch inserts nothing new. Points are stored before
- * the series state moves on, so a crash in between is redone identically on retry.
+ * Stores metric points (cumulative counters as deltas), counts them into the per-minute rollups and
+ * registers their names. A point's `_id` is derived from its series and time, so a replayed batch
+ * inserts nothing new, and only newly inserted points are counted. Points are stored before the series
+ * state moves on, so a crash in between is redone identically on retry.
  */
 export async function ingestMetricPoints(items: Stamped<MetricPointRecord>[]): Promise<void> {
   const docs = items.map(pointDoc);
+  // the rollups' hours are marked before any point is stored: an organisation whose points were stored
+  // before rollups were kept gets its `since` from now on (rolled-up-hours.ts), a new one from the epoch
+  await markHours(MetricRollup.collection, docs, MetricPoint.collection);
+  let inserted: PointDoc[] = [];
   // a batch converts its series in their turns: two batches of one series at once would both take
   // their delta from the same previous point
   // (turns of their own: the writes inside take the series documents' turns)
   await inTurns('metric-series-conversion', docs.filter(isCumulativeCounter).map(seriesStateKey), async () => {
     const { points, advances } = await cumulativeToDelta(docs);
-    await insertNew(MetricPoint.collection, points);
+    inserted = await insertNew(MetricPoint.collection, points);
     await saveSeries(advances);
   });
+  await rollupCounts(inserted).write(MetricRollup.collection);
   await upsertAll(
     MetricName.collection,
     nameSightings(docs).map((sighting) => ({
@@ -214,8 +251,6 @@ export async function listMetricNames(scope: ViewScope, query: z.output<typeof m
   return { data: page, next_cursor: more ? encodeCursor([page.at(-1)!.name]) : null };
 }
 
-type StoredPoint = PointDoc & { _id: Types.ObjectId };
-
 /**
  * The quantile q of explicit-bounds histogram buckets: the bucket holding the rank, interpolated
  * linearly within it (the first bucket from 0 or its upper bound, the last reported as its lower bound).
@@ -238,69 +273,171 @@ export function histogramQuantile(bounds: number[], counts: number[], q: number)
   return bounds.at(-1) ?? null;
 }
 
-const isDistribution = (point: StoredPoint) => point.type === 'histogram' || point.type === 'exponential_histogram' || point.type === 'summary';
+/** A minute of a series as a step adds it up: a rollup's fields, or one point's (rollupTotals), by their `$inc` paths. */
+type MinuteTotals = Record<string, number>;
 
-/** One step's value of the given points. */
-function aggregate(points: StoredPoint[], aggregation: (typeof metricAggregations)[number], stepSeconds: number): number | null {
-  const values = points.map((point) => point.value).filter((value): value is number => value !== null);
-  const distributions = points.filter(isDistribution);
-  const total = (field: 'count' | 'sum') => distributions.reduce((sum, point) => sum + (point[field] ?? 0), 0);
+/** What a step adds up of its minutes: value points apart from distributions, and bucket counts per layout. */
+interface StepTotals {
+  values: number;
+  valueSum: number;
+  valueMin: number | null;
+  valueMax: number | null;
+  distributions: number;
+  count: number;
+  sum: number;
+  min: number | null;
+  max: number | null;
+  /** Per layout (its bounds as JSON): the earliest minute it was seen in, and its summed bucket counts. */
+  layouts: Map<string, { atMs: number; bounds: number[]; counts: number[] }>;
+}
+
+const emptyStep = (): StepTotals => ({ values: 0, valueSum: 0, valueMin: null, valueMax: null, distributions: 0, count: 0, sum: 0, min: null, max: null, layouts: new Map() });
+const smaller = (a: number | null, b: number | undefined) => (b === undefined ? a : a === null ? b : Math.min(a, b));
+const larger = (a: number | null, b: number | undefined) => (b === undefined ? a : a === null ? b : Math.max(a, b));
+
+function addMinute(step: StepTotals, minute: { atMs: number; type: string; explicitBounds: number[] | null }, totals: MinuteTotals): void {
+  if (!isDistribution(minute.type)) {
+    step.values += totals.values ?? 0;
+    step.valueSum += totals.valueSum ?? 0;
+    step.valueMin = smaller(step.valueMin, totals.valueMin);
+    step.valueMax = larger(step.valueMax, totals.valueMax);
+    return;
+  }
+  step.distributions += totals.points ?? 0;
+  step.count += totals.count ?? 0;
+  step.sum += totals.sum ?? 0;
+  step.min = smaller(step.min, totals.min);
+  step.max = larger(step.max, totals.max);
+  if (!minute.explicitBounds) return;
+  const key = JSON.stringify(minute.explicitBounds);
+  let layout = step.layouts.get(key);
+  if (!layout) {
+    layout = { atMs: minute.atMs, bounds: minute.explicitBounds, counts: minute.explicitBounds.map(() => 0).concat(0) };
+    step.layouts.set(key, layout);
+  }
+  layout.atMs = Math.min(layout.atMs, minute.atMs);
+  for (const [path, count] of Object.entries(totals)) {
+    if (!path.startsWith('buckets.')) continue;
+    const index = Number(path.slice('buckets.'.length));
+    layout.counts[index] = (layout.counts[index] ?? 0) + count;
+  }
+}
+
+/** One step's value. */
+function aggregate(step: StepTotals, aggregation: (typeof metricAggregations)[number], stepSeconds: number): number | null {
+  const distributions = step.distributions > 0;
   switch (aggregation) {
     case 'sum':
-      return distributions.length > 0 ? total('sum') : values.reduce((sum, value) => sum + value, 0);
+      return distributions ? step.sum : step.valueSum;
     case 'count':
-      return distributions.length > 0 ? total('count') : values.length;
+      return distributions ? step.count : step.values;
     case 'avg':
-      if (distributions.length > 0) return total('count') > 0 ? total('sum') / total('count') : null;
-      return values.length > 0 ? values.reduce((sum, value) => sum + value, 0) / values.length : null;
+      if (distributions) return step.count > 0 ? step.sum / step.count : null;
+      return step.values > 0 ? step.valueSum / step.values : null;
     case 'min':
-    case 'max': {
-      const candidates = distributions.length > 0 ? distributions.map((point) => point[aggregation]).filter((value): value is number => value !== null) : values;
-      if (candidates.length === 0) return null;
-      // folded, not spread: a step can hold more points than a call takes arguments
-      return aggregation === 'min' ? candidates.reduce((min, value) => Math.min(min, value)) : candidates.reduce((max, value) => Math.max(max, value));
-    }
+      return distributions ? step.min : step.valueMin;
+    case 'max':
+      return distributions ? step.max : step.valueMax;
     case 'rate':
-      return (distributions.length > 0 ? total('count') : values.reduce((sum, value) => sum + value, 0)) / stepSeconds;
+      return (distributions ? step.count : step.valueSum) / stepSeconds;
     default: {
-      // percentiles, from the explicit-bounds histograms of one layout (the first point's)
-      const layout = distributions.find((point) => point.bucketCounts && point.explicitBounds);
-      if (!layout) return null;
-      const bounds = layout.explicitBounds!;
-      const counts = bounds.map(() => 0).concat(0);
-      for (const point of distributions) {
-        if (JSON.stringify(point.explicitBounds) !== JSON.stringify(bounds)) continue;
-        point.bucketCounts!.forEach((count, index) => (counts[index] = (counts[index] ?? 0) + count));
-      }
-      return histogramQuantile(bounds, counts, Number(aggregation.slice(1)) / 100);
+      // percentiles, from the explicit-bounds histograms of one layout (the earliest seen in the step)
+      let first: { atMs: number; bounds: number[]; counts: number[] } | undefined;
+      for (const layout of step.layouts.values()) if (!first || layout.atMs < first.atMs) first = layout;
+      return first ? histogramQuantile(first.bounds, first.counts, Number(aggregation.slice(1)) / 100) : null;
     }
   }
 }
 
 /** The default aggregation of a type: what its points mean when added up per step. */
-const defaultAggregation = (type: string) => (type === 'gauge' ? 'avg' : type === 'histogram' || type === 'exponential_histogram' || type === 'summary' ? 'p95' : 'sum');
+const defaultAggregation = (type: string) => (type === 'gauge' ? 'avg' : isDistribution(type) ? 'p95' : 'sum');
+
+type StoredPoint = PointDoc & { _id: Types.ObjectId };
+
+interface StoredRollup {
+  at: Date;
+  type: string;
+  attributes: AttributePair[];
+  explicitBounds: number[] | null;
+  buckets?: Record<string, number>;
+  [total: string]: unknown;
+}
+
+/** What the series reads of a rollup. */
+const ROLLUP_FIELDS = { _id: 0, at: 1, type: 1, attributes: 1, explicitBounds: 1, points: 1, values: 1, valueSum: 1, valueMin: 1, valueMax: 1, count: 1, sum: 1, min: 1, max: 1, buckets: 1 };
+const ROLLUP_TOTALS = ['points', 'values', 'valueSum', 'valueMin', 'valueMax', 'count', 'sum', 'min', 'max'];
+
+/** A rollup's counters by their `$inc` paths, as rollupTotals gives a point's. */
+function totalsOfRollup(rollup: StoredRollup): MinuteTotals {
+  const totals: MinuteTotals = {};
+  for (const field of ROLLUP_TOTALS) if (typeof rollup[field] === 'number') totals[field] = rollup[field];
+  for (const [index, count] of Object.entries(rollup.buckets ?? {})) totals[`buckets.${index}`] = count;
+  return totals;
+}
+
+/** Minutes of points read at once. */
+const PARALLEL_MINUTES = 4;
+
+/** The points of the given minutes (epoch ms of their starts) that match `filter`. */
+async function pointsOfMinutes(filter: Record<string, unknown>, minutes: number[]): Promise<StoredPoint[]> {
+  const found: StoredPoint[] = [];
+  await inParallel(minutes, PARALLEL_MINUTES, async (atMs) => {
+    const points = await readOnce(() => {
+      checkDeadline();
+      return MetricPoint.collection.find({ ...filter, minute: epochMinuteOf(atMs) }, untilDeadline()).toArray() as unknown as Promise<StoredPoint[]>;
+    });
+    for (const point of points) found.push(point);
+  });
+  return found;
+}
 
 /**
- * Points of a named metric, every series matching the filters combined, one per step. Read an hour
- * at a time by equality on the name and the hour; cumulative counters were stored as deltas, so
- * `sum` is the increase over a step and `rate` that increase per second.
+ * Points of a named metric, every series matching the filters combined, one per step. Read from the
+ * per-minute rollups an hour at a time (by equality on the name and the hour), so its cost follows the
+ * window's minutes and series, not its points. A minute that a step's start or the window's edge cuts is
+ * read from its points, as is every hour up to the one in which the organisation's rollups began (its
+ * points were stored before). Cumulative counters were stored as deltas, so `sum` is the increase over a
+ * step and `rate` that increase per second.
  */
 export async function metricSeries(scope: ViewScope, query: z.output<typeof metricSeriesQuery>): Promise<z.infer<typeof metricSeriesJson>> {
   const stepMs = stepMsOf(scope, query.step);
   const registered = await MetricName.findOne({ ...scopeFilter(scope), name: query.name }).lean();
   if (!registered) throw notFound('metric');
-  const filter = { name: query.name, ...(query.service !== undefined && { service: query.service }) };
-  const points = (await inWindowByHour<StoredPoint>(MetricPoint.collection, scope, scope.from, scope.to, filter, (point) => point.time)).filter((point) =>
-    hasAttributes(point.attributes, query.attribute),
-  );
-  const aggregation = query.aggregation ?? defaultAggregation(registered.type);
-  const steps = new Map<number, StoredPoint[]>();
-  for (const point of points) {
-    const t = stepStartOf(scope, stepMs, point.time.getTime());
-    const ofStep = steps.get(t);
-    if (ofStep) ofStep.push(point);
-    else steps.set(t, [point]);
+  const filter = { ...scopeFilter(scope), name: query.name, ...(query.service !== undefined && { service: query.service }) };
+  const [from, to] = [scope.from.getTime(), scope.to.getTime()];
+  const stepOf = (ms: number) => stepStartOf(scope, stepMs, ms);
+  const steps = new Map<number, StepTotals>();
+  const add = (atMs: number, minute: { atMs: number; type: string; explicitBounds: number[] | null }, totals: MinuteTotals) => {
+    const t = stepOf(atMs);
+    let step = steps.get(t);
+    if (!step) steps.set(t, (step = emptyStep()));
+    addMinute(step, minute, totals);
+  };
+  const addPoint = (point: StoredPoint) => {
+    const { counts, min, max } = rollupTotals(point);
+    add(point.time.getTime(), { atMs: point.time.getTime(), type: point.type, explicitBounds: layoutOf(point) }, { ...counts, ...min, ...max });
+  };
+
+  const lastUnrolled = await lastUnmarkedHour(MetricRollup.collection, scope.orgId);
+  const hours = hoursDown(scope.from, scope.to);
+  const [points, rollups] = await Promise.all([
+    readHours<StoredPoint>(MetricPoint.collection, hours.filter((hour) => hour <= lastUnrolled), scope.from, scope.to, filter, (point) => point.time),
+    readHours<StoredRollup>(MetricRollup.collection, hours.filter((hour) => hour > lastUnrolled), new Date(minuteOf(from)), scope.to, filter, (rollup) => rollup.at, ROLLUP_FIELDS),
+  ]);
+  const cutMinutes = new Set<number>();
+  for (const rollup of rollups) {
+    if (!hasAttributes(rollup.attributes, query.attribute)) continue;
+    const atMs = rollup.at.getTime();
+    const whole = atMs >= from && atMs + MINUTE_MS <= to && stepOf(atMs) === stepOf(atMs + MINUTE_MS - 1);
+    if (whole) add(atMs, { atMs, type: rollup.type, explicitBounds: rollup.explicitBounds ?? null }, totalsOfRollup(rollup));
+    else cutMinutes.add(atMs);
   }
+  for (const point of points) if (hasAttributes(point.attributes, query.attribute)) addPoint(point);
+  for (const point of await pointsOfMinutes(filter, [...cutMinutes])) {
+    const time = point.time.getTime();
+    if (time >= from && time < to && hasAttributes(point.attributes, query.attribute)) addPoint(point);
+  }
+  const aggregation = query.aggregation ?? defaultAggregation(registered.type);
   return {
     name: query.name,
     type: registered.type,
@@ -311,6 +448,6 @@ export async function metricSeries(scope: ViewScope, query: z.output<typeof metr
     to: scope.to.toISOString(),
     points: [...steps]
       .sort(([a], [b]) => a - b)
-      .map(([t, ofStep]) => ({ t: new Date(t).toISOString(), value: aggregate(ofStep, aggregation, stepMs / 1000) })),
+      .map(([t, step]) => ({ t: new Date(t).toISOString(), value: aggregate(step, aggregation, stepMs / 1000) })),
   };
 }
