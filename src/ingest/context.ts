@@ -1,10 +1,10 @@
-import type { Request, Response } from 'express';
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../shared/errors.js';
 import { consumeLimit, refundLimit } from '../shared/http/rate-limit.js';
 import type { RecordKind, Stamped } from '../shared/telemetry/records.js';
 import type { TelemetryBatcher } from './batcher.js';
 import type { DsnCache, IngestDsn } from './dsn.js';
+import { clientAddress, queryOf, type IngestCall } from './http.js';
 import { sentryKeyFrom } from './sentry/auth.js';
 
 /** What every ingest route shares: DSN resolution, the per-DSN abuse limit and the batcher. */
@@ -14,29 +14,33 @@ export interface IngestContext {
   /** Per client address, for requests without a valid key: a flood of bad keys is refused early. */
   unauthenticated: RateLimiterAbstract;
   batcher: TelemetryBatcher;
+  /** Proxies in front of ingest whose X-Forwarded-For is believed (TRUST_PROXY_HOPS). */
+  trustProxyHops: number;
 }
 
 /** Sentry SDKs back off per category on this header; an empty category list means every category. */
 const sentryRateLimitHeader = (retryAfter: number) => ({ 'X-Sentry-Rate-Limits': `${retryAfter}::key:rate_limited` });
 
 /** The key a request carries in its URL or headers, before any body is read. */
-export const requestKey = (req: Request) => sentryKeyFrom({ query: req.query as Record<string, unknown>, headers: req.headers });
+export const requestKey = (call: IngestCall) => sentryKeyFrom({ query: queryOf(call), headers: call.req.headers });
+
+const addressKey = (ctx: IngestContext, call: IngestCall) => `ip:${clientAddress(call.req, ctx.trustProxyHops)}`;
 
 /**
  * Takes one point of the per-address limit: for a request refused for its key, and before any body
  * is read of a request whose key can only be in its body, so a flood of such requests is refused with
  * 429 before it costs any reading or decompression.
  */
-export const chargeAddress = (ctx: IngestContext, req: Request, res: Response) => consumeLimit(ctx.unauthenticated, `ip:${req.ip}`, res, sentryRateLimitHeader);
+export const chargeAddress = (ctx: IngestContext, call: IngestCall) => consumeLimit(ctx.unauthenticated, addressKey(ctx, call), call.res, sentryRateLimitHeader);
 
 /**
  * Gives back the point `chargeAddress` took once the body named a live DSN: a Sentry tunnel forwards
  * a whole site's envelopes from one address, with the DSN only in their envelope headers.
  */
-export const refundAddress = (ctx: IngestContext, req: Request) => refundLimit(ctx.unauthenticated, `ip:${req.ip}`);
+export const refundAddress = (ctx: IngestContext, call: IngestCall) => refundLimit(ctx.unauthenticated, addressKey(ctx, call));
 
-async function refuse(ctx: IngestContext, req: Request, res: Response, error: AppError, addressCharged: boolean): Promise<never> {
-  if (!addressCharged) await chargeAddress(ctx, req, res);
+async function refuse(ctx: IngestContext, call: IngestCall, error: AppError, addressCharged: boolean): Promise<never> {
+  if (!addressCharged) await chargeAddress(ctx, call);
   throw error;
 }
 
@@ -56,25 +60,24 @@ export interface AdmittedDsn {
  */
 export async function authorizeDsn(
   ctx: IngestContext,
-  req: Request,
-  res: Response,
+  call: IngestCall,
   /** `addressCharged`: the caller already took this request's point of the per-address limit. */
   options: { envelopeHeader?: Record<string, unknown>; projectNumber?: number; addressCharged?: boolean } = {},
 ): Promise<AdmittedDsn> {
   const charged = options.addressCharged ?? false;
-  const key = sentryKeyFrom({ query: req.query as Record<string, unknown>, headers: req.headers, envelopeHeader: options.envelopeHeader });
-  if (!key) return refuse(ctx, req, res, new AppError('unauthenticated', 'no DSN key: send sentry_key, X-Sentry-Auth or Authorization: Bearer <public key>'), charged);
+  const key = sentryKeyFrom({ query: queryOf(call), headers: call.req.headers, envelopeHeader: options.envelopeHeader });
+  if (!key) return refuse(ctx, call, new AppError('unauthenticated', 'no DSN key: send sentry_key, X-Sentry-Auth or Authorization: Bearer <public key>'), charged);
   let dsn: IngestDsn | undefined;
   try {
     dsn = await ctx.dsns.resolve(key);
   } catch (error) {
     throw new AppError('not_ready', 'the DSN cannot be checked right now; retry later', { headers: { 'Retry-After': '5' }, cause: error });
   }
-  if (!dsn) return refuse(ctx, req, res, new AppError('forbidden', 'DSN is unknown or revoked'), charged);
+  if (!dsn) return refuse(ctx, call, new AppError('forbidden', 'DSN is unknown or revoked'), charged);
   if (options.projectNumber !== undefined && dsn.projectNumber !== options.projectNumber) {
     throw new AppError('forbidden', 'this DSN does not belong to that project');
   }
-  const limit = consumeLimit(ctx.limiter, `dsn:${dsn.publicKey}`, res, sentryRateLimitHeader);
+  const limit = consumeLimit(ctx.limiter, `dsn:${dsn.publicKey}`, call.res, sentryRateLimitHeader);
   // awaited by the route; until then a refusal must not count as unhandled
   limit.catch(() => {});
   return { dsn, limit };

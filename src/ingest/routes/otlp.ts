@@ -1,9 +1,9 @@
-import { Router, type ErrorRequestHandler } from 'express';
 import protobuf from 'protobufjs';
 import { AppError, type ErrorCode } from '../../shared/errors.js';
 import { toAppError } from '../../shared/http/errors.js';
 import { readBody } from '../body.js';
 import { authorizeDsn, enqueueRecords, type IngestContext } from '../context.js';
+import { mediaTypeOf, send, type IngestCall } from '../http.js';
 import { decodeLogs, decodeMetrics, decodeTraces, exportResponse, type OtlpContentType, type OtlpSignal } from '../otlp/decode.js';
 
 /** PROTOCOLS.md: OTLP bodies are capped at 64 MiB once decompressed. */
@@ -48,35 +48,32 @@ const statusMessage = (code: number, message: string) => protobuf.Writer.create(
 
 /**
  * The OTLP spec answers a protobuf request's refusal with a protobuf Status; JSON requests keep the
- * API's JSON error body. Unexpected errors go on to the shared handler, which logs them.
+ * API's JSON error body, as do unexpected errors (thrown on, to be logged and answered 500).
  */
-const protobufRefusals: ErrorRequestHandler = (error, req, res, next) => {
+function refuseInProtobuf(call: IngestCall, error: unknown): void {
   const appError = toAppError(error);
   const grpcCode = grpcCodes[appError.code];
-  if (!req.is('application/x-protobuf') || grpcCode === undefined) return next(error);
-  for (const [name, value] of Object.entries(appError.headers ?? {})) res.setHeader(name, value);
-  res.status(appError.status).type('application/x-protobuf').send(Buffer.from(statusMessage(grpcCode, appError.message)));
-};
+  if (mediaTypeOf(call.req) !== 'application/x-protobuf' || grpcCode === undefined) throw error;
+  for (const [name, value] of Object.entries(appError.headers ?? {})) call.res.setHeader(name, value);
+  send(call, appError.status, 'application/x-protobuf', statusMessage(grpcCode, appError.message));
+}
 
 /** OTLP/HTTP: POST /v1/traces, /v1/logs, /v1/metrics in protobuf or JSON, answered in the same encoding. */
-export function otlpRouter(ctx: IngestContext): Router {
-  const router = Router();
-  for (const signal of ['traces', 'logs', 'metrics'] as const) {
-    router.post(`/v1/${signal}`, async (req, res) => {
-      const mediaType = (req.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase();
-      const contentType = mediaTypes[mediaType];
-      if (!contentType) throw new AppError('unsupported_media_type', 'OTLP/HTTP takes application/x-protobuf or application/json');
-      const { dsn, limit } = await authorizeDsn(ctx, req, res);
-      const body = await readBody(req, { maxCompressed: MAX_COMPRESSED, maxDecompressed: MAX_DECOMPRESSED });
-      await limit;
-      const { records, rejected, errors } = decode(signal, body, contentType);
-      const kept = Object.values(records).reduce((sum, list) => sum + list.length, 0);
-      if (kept === 0 && rejected > 0) throw new AppError('invalid_request', `none of the ${rejected} ${signal} items could be stored: ${errors.join('; ')}`);
-      const outcomes = rejected > 0 ? [{ category: signal === 'traces' ? 'spans' : signal, reason: 'invalid', quantity: rejected } as const] : [];
-      await enqueueRecords(ctx, dsn, { ...records, outcomes });
-      res.type(mediaType).send(exportResponse(signal, contentType, rejected, errors.join('; ')));
-    });
+export async function acceptExport(ctx: IngestContext, call: IngestCall, signal: OtlpSignal): Promise<void> {
+  try {
+    const mediaType = mediaTypeOf(call.req);
+    const contentType = mediaTypes[mediaType];
+    if (!contentType) throw new AppError('unsupported_media_type', 'OTLP/HTTP takes application/x-protobuf or application/json');
+    const { dsn, limit } = await authorizeDsn(ctx, call);
+    const body = await readBody(call.req, { maxCompressed: MAX_COMPRESSED, maxDecompressed: MAX_DECOMPRESSED });
+    await limit;
+    const { records, rejected, errors } = decode(signal, body, contentType);
+    const kept = Object.values(records).reduce((sum, list) => sum + list.length, 0);
+    if (kept === 0 && rejected > 0) throw new AppError('invalid_request', `none of the ${rejected} ${signal} items could be stored: ${errors.join('; ')}`);
+    const outcomes = rejected > 0 ? [{ category: signal === 'traces' ? 'spans' : signal, reason: 'invalid', quantity: rejected } as const] : [];
+    await enqueueRecords(ctx, dsn, { ...records, outcomes });
+    send(call, 200, contentType === 'json' ? 'application/json; charset=utf-8' : mediaType, exportResponse(signal, contentType, rejected, errors.join('; ')));
+  } catch (error) {
+    refuseInProtobuf(call, error);
   }
-  router.use(protobufRefusals);
-  return router;
 }

@@ -30,6 +30,14 @@ export const notFoundRoute: RequestHandler = (req) => {
   throw new AppError('not_found', `no route for ${req.method} ${req.path}`);
 };
 
+/** CONTRACT.md's error body: what every refusal answers, never internals. */
+export const errorBody = (appError: AppError, requestId: string | undefined) => ({
+  code: appError.code,
+  message: appError.message,
+  request_id: requestId,
+  ...(appError.details && { details: appError.details }),
+});
+
 /** The one place an error becomes a response: CONTRACT.md's body, never internals. */
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (error, req, res, _next) => {
@@ -40,11 +48,6 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     for (const [name, value] of Object.entries(appError.headers ?? {})) res.setHeader(name, value);
-    res.status(appError.status).json({
-      code: appError.code,
-      message: appError.message,
-      request_id: req.requestId,
-      ...(appError.details && { details: appError.details }),
-    });
+    res.status(appError.status).json(errorBody(appError, req.requestId));
   };
 }

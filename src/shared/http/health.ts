@@ -30,6 +30,17 @@ async function runCheck(name: string, check: ReadinessCheck) {
  */
 export type OptionalCheck = { off: string } | ReadinessCheck;
 
+/** What `/readyz` answers: 200 while every required check passes, else 503 `not_ready`, listing every check either way. */
+export async function readiness(checks: ReadinessChecks, optional: Record<string, OptionalCheck>, requestId: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const results = await Promise.all(Object.entries(checks).map(([name, check]) => runCheck(name, check)));
+  const notes = await Promise.all(
+    Object.entries(optional).map(async ([name, check]) => (typeof check === 'function' ? { ...(await runCheck(name, check)), required: false } : { name, status: 'off' as const, reason: check.off, required: false })),
+  );
+  if (results.every((result) => result.status === 'ok')) return { status: 200, body: { status: 'ok', checks: [...results, ...notes] } };
+  const error = new AppError('not_ready', 'a dependency is not available');
+  return { status: error.status, body: { code: error.code, message: error.message, request_id: requestId, checks: [...results, ...notes] } };
+}
+
 /** `/healthz` answers while the process runs; `/readyz` only while every dependency answers. */
 export function healthRouter(checks: ReadinessChecks, optional: Record<string, OptionalCheck> = {}): Router {
   const router = Router();
@@ -37,16 +48,8 @@ export function healthRouter(checks: ReadinessChecks, optional: Record<string, O
     res.json({ status: 'ok' });
   });
   router.get('/readyz', async (req, res) => {
-    const results = await Promise.all(Object.entries(checks).map(([name, check]) => runCheck(name, check)));
-    const notes = await Promise.all(
-      Object.entries(optional).map(async ([name, check]) => (typeof check === 'function' ? { ...(await runCheck(name, check)), required: false } : { name, status: 'off' as const, reason: check.off, required: false })),
-    );
-    if (results.every((result) => result.status === 'ok')) {
-      res.json({ status: 'ok', checks: [...results, ...notes] });
-      return;
-    }
-    const error = new AppError('not_ready', 'a dependency is not available');
-    res.status(error.status).json({ code: error.code, message: error.message, request_id: req.requestId, checks: [...results, ...notes] });
+    const { status, body } = await readiness(checks, optional, req.requestId);
+    res.status(status).json(body);
   });
   return router;
 }

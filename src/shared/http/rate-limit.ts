@@ -1,4 +1,4 @@
-import type { Response } from 'express';
+import type { ServerResponse } from 'node:http';
 import type { Redis } from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../errors.js';
@@ -35,13 +35,13 @@ function limitHeaders(limiter: RateLimiterAbstract, result: RateLimiterRes): Rec
 export async function consumeLimit(
   limiter: RateLimiterAbstract,
   key: string,
-  res: Response,
+  res: Pick<ServerResponse, 'setHeader'>,
   refusalHeaders: (retryAfterSeconds: number) => Record<string, string> = () => ({}),
   points = 1,
 ): Promise<void> {
   try {
     const result = await limiter.consume(sha256(key), points);
-    res.set(limitHeaders(limiter, result));
+    for (const [name, value] of Object.entries(limitHeaders(limiter, result))) res.setHeader(name, value);
   } catch (rejection) {
     if (!(rejection instanceof RateLimiterRes)) throw rejection;
     const retryAfter = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));

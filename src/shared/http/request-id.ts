@@ -10,10 +10,12 @@ declare module 'express-serve-static-core' {
   }
 }
 
+/** A caller's X-Request-Id when it is safe to echo and log, else a new one. */
+export const requestIdFrom = (incoming: string | undefined): string => (incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID());
+
 /** Reuses a caller's safe X-Request-Id or makes one, echoes it, and runs the request inside its context. */
 export const requestId: RequestHandler = (req, res, next) => {
-  const incoming = req.get('x-request-id');
-  const id = incoming && SAFE_REQUEST_ID.test(incoming) ? incoming : randomUUID();
+  const id = requestIdFrom(req.get('x-request-id'));
   req.requestId = id;
   res.setHeader('X-Request-Id', id);
   requestContext.run({ requestId: id }, next);
