@@ -189,14 +189,26 @@ function jsonOf(item: EnvelopeItem, ctx: Context): Json | undefined {
  */
 const MAX_JSON_DEPTH = 128;
 
-/** Walks with its own stack: the point is to find values too deep to recurse into. */
+/**
+ * Walks with its own stack: the point is to find values too deep to recurse into. It runs over every
+ * event, so it holds only containers, and their depths beside them rather than in a pair per value.
+ */
 function nestedTooDeep(root: unknown): boolean {
-  const stack: [unknown, number][] = [[root, 1]];
-  while (stack.length > 0) {
-    const [value, depth] = stack.pop()!;
-    if (typeof value !== 'object' || value === null) continue;
+  if (typeof root !== 'object' || root === null) return false;
+  const containers: object[] = [root];
+  const depths: number[] = [1];
+  const push = (child: unknown, depth: number) => {
+    if (typeof child !== 'object' || child === null) return;
+    containers.push(child);
+    depths.push(depth);
+  };
+  while (containers.length > 0) {
+    const value = containers.pop()!;
+    const depth = depths.pop()!;
     if (depth > MAX_JSON_DEPTH) return true;
-    for (const child of Object.values(value)) stack.push([child, depth + 1]);
+    if (Array.isArray(value)) for (const child of value) push(child, depth + 1);
+    // JSON.parse makes own, enumerable properties only
+    else for (const key in value) push((value as Record<string, unknown>)[key], depth + 1);
   }
   return false;
 }
