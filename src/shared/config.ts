@@ -103,8 +103,11 @@ const schema = z.object({
   INGEST_SPOOL_MAX_AGE_HOURS: z.coerce.number().positive().default(72),
   /** Requests without a valid DSN one client address may send per minute before ingest refuses it with 429. */
   INGEST_UNAUTHENTICATED_PER_MINUTE: positiveInt.default(120),
-  /** Telemetry batches each worker process handles at once (batches are idempotent, so order does not matter). */
-  WORKER_CONCURRENCY: positiveInt.default(4),
+  /**
+   * Telemetry jobs each worker process holds at once: while one flush is being stored the others wait and
+   * go into the next flush together (jobs are idempotent, so order does not matter).
+   */
+  WORKER_CONCURRENCY: positiveInt.default(32),
   /**
    * How long a worker's hold on a job lasts unless renewed (it renews at half this): a job whose worker
    * died goes back to the queue for another worker once its hold has lapsed and a stalled check sees it.

@@ -12,6 +12,31 @@ export type TelemetryRecords = Partial<Record<RecordKind, Stamped<unknown>[]>>;
 /** The one telemetry job name: ingest puts a request's records of every kind into one job. */
 export const TELEMETRY_JOB = 'records';
 
+/**
+ * The format of the telemetry jobs this release writes, kept on each job as `v`. Workers read every
+ * format a queue may still hold after an upgrade: 1, one job per record kind named after the kind
+ * (`{items}`); 2, one `records` job (`{records}`, written without `v` before versions were kept).
+ */
+export const TELEMETRY_JOB_VERSION = 2;
+
+const recordsJob = z.object({ v: z.number().int().optional(), records: z.partialRecord(z.enum(recordKinds), z.array(z.unknown())) });
+const kindJob = z.object({ items: z.array(z.unknown()) });
+
+/** A telemetry job's records by kind, in whichever format it was written, or why it cannot be read. */
+export function telemetryJobRecords(name: string, data: unknown): TelemetryRecords | string {
+  if (name === TELEMETRY_JOB) {
+    const job = recordsJob.safeParse(data);
+    if (!job.success) return `malformed telemetry job ${name}: ${job.error.issues[0]?.message}`;
+    if ((job.data.v ?? TELEMETRY_JOB_VERSION) > TELEMETRY_JOB_VERSION) return `telemetry job format ${job.data.v} is newer than this release reads (${TELEMETRY_JOB_VERSION})`;
+    return job.data.records as TelemetryRecords;
+  }
+  if ((recordKinds as string[]).includes(name)) {
+    const job = kindJob.safeParse(data);
+    return job.success ? { [name]: job.data.items } : `malformed telemetry job ${name}: ${job.error.issues[0]?.message}`;
+  }
+  return `unknown telemetry job ${name}`;
+}
+
 const stamped = (record: z.ZodType) => z.object({ items: z.array(z.object({ orgId: z.string(), projectId: z.string(), record })).min(1) });
 
 /** Each kind's part of a telemetry job, with the schema of its records. */
@@ -21,7 +46,7 @@ export const telemetryParts = Object.fromEntries(
 
 /** Every queue and job the workers run, with the payload each job carries (ids and small records, never secrets). */
 export const jobs = {
-  telemetry: { [TELEMETRY_JOB]: z.object({ records: z.partialRecord(z.enum(recordKinds), z.array(z.unknown())) }) },
+  telemetry: { [TELEMETRY_JOB]: recordsJob },
   maintenance: {
     cleanup: z.object({}),
   },

@@ -17,7 +17,7 @@
  */
 import { Types } from 'mongoose';
 import { evaluateDeployments } from '../../src/shared/features/deployments/service.js';
-import { ingestErrorEvents } from '../../src/shared/features/issues/service.js';
+import { ingestErrorEvents } from '../../src/shared/features/issues/store.js';
 import { ReleaseRollup } from '../../src/shared/features/releases/model.js';
 import { bucketsOf, percentile } from '../../src/shared/telemetry/histogram.js';
 import { addMember, createProject, signUp, type Account } from '../support/factories/accounts.js';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import mongoose, { Types } from 'mongoose';
 import { createSecretBox } from '../../src/shared/clients/secret-box.js';
-import { ingestErrorEvents } from '../../src/shared/features/issues/service.js';
+import { ingestErrorEvents } from '../../src/shared/features/issues/store.js';
 import { addMember, createProject, signUp, type Account } from '../support/factories/accounts.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import { answerRecorder } from '../support/http.js';

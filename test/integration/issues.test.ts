@@ -106,7 +106,7 @@ describe('idempotency', () => {
 describe('the error processor after a crash and under concurrency', () => {
   test('a retried batch counts the events it stored but never counted; another batch leaves them alone', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
-    const { eventKey, ingestErrorEvents, issueKey } = await import('../../src/shared/features/issues/service.js');
+    const { eventKey, ingestErrorEvents, issueKey } = await import('../../src/shared/features/issues/store.js');
     const { groupingHash } = await import('../../src/shared/features/issues/grouping.js');
     const { ErrorEvent, Issue } = await import('../../src/shared/features/issues/model.js');
     const projectId = new Types.ObjectId(project.id);
@@ -139,7 +139,7 @@ describe('the error processor after a crash and under concurrency', () => {
 
   test('a batch run again long after it counted (its worker died before the job was marked done) counts nothing twice', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
-    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const { ingestErrorEvents } = await import('../../src/shared/features/issues/store.js');
     const { Issue } = await import('../../src/shared/features/issues/model.js');
     const batch = (events: number) =>
       Array.from({ length: events }, () => {
@@ -157,15 +157,57 @@ describe('the error processor after a crash and under concurrency', () => {
   }, 60_000);
 });
 
+describe('a flush of several batches', () => {
+  test('one write per issue counts every batch once, skipping a retried batch that counted before; end users and releases count once too', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const { storeErrorBatches } = await import('../../src/shared/features/issues/store.js');
+    const { Issue } = await import('../../src/shared/features/issues/model.js');
+    const item = (type: string, user: string) => {
+      const event = errorEvent({ user: { id: user }, release: 'flush@1.0.0', environment: 'production' }, { type });
+      return { orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id, timeMs: Date.now(), event } };
+    };
+    const retried = { batchId: 'flush-1', items: [item('FlushError', 'ada'), item('FlushError', 'bob')] };
+    await storeErrorBatches([retried]);
+    // the first batch again (its job retried after its worker died), with two new batches in the same flush
+    const flush = [retried, { batchId: 'flush-2', items: [item('FlushError', 'ada'), item('OtherFlushError', 'cy')] }, { batchId: 'flush-3', items: [item('FlushError', 'cy')] }];
+    await storeErrorBatches(flush);
+    const counted = async () => {
+      const issues = (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data;
+      const users = (await owner.client.get(`/v1/users?project=${project.id}&limit=10`)).body.data;
+      const releases = (await owner.client.get(`/v1/releases?project=${project.id}`)).body.data;
+      return {
+        issues: issues.map((i: { type: string; count: number; user_count: number }) => [i.type, i.count, i.user_count]).sort(),
+        users: Object.fromEntries(users.map((user: { user_id: string; event_count: number }) => [user.user_id, user.event_count])),
+        releases: releases.map((release: { version: string; events: number }) => [release.version, release.events]),
+      };
+    };
+    const expected = {
+      issues: [
+        ['FlushError', 4, 3],
+        ['OtherFlushError', 1, 1],
+      ],
+      users: { ada: 2, bob: 1, cy: 2 },
+      releases: [['flush@1.0.0', 5]],
+    };
+    expect(await counted()).toEqual(expected);
+    const flushIssue = await Issue.findOne({ projectId: new Types.ObjectId(project.id), errorType: 'FlushError' }).lean();
+    expect(flushIssue!.countedBatches.sort()).toEqual(['flush-2', 'flush-3']);
+    // that whole flush once more, as when every one of its jobs is retried, then its batches one by one
+    await storeErrorBatches(flush);
+    for (const batch of flush) await storeErrorBatches([batch]);
+    expect(await counted()).toEqual(expected);
+  });
+});
+
 describe('concurrent batches', () => {
   test('eight batches counting into one issue at once lose no event, user or usage count', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
-    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const { ingestErrorEvents } = await import('../../src/shared/features/issues/store.js');
     const { countUsage } = await import('../../src/shared/features/usage/service.js');
     const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: Date.now(), event } });
     const batches = Array.from({ length: 8 }, (_, b) => Array.from({ length: 25 }, (_, i) => item(errorEvent({ user: { id: `user-${b}-${i % 5}` } }, { type: 'ContendedError' }))));
     await Promise.all(batches.map((batch, b) => ingestErrorEvents(batch, `contended-${b}`)));
-    await Promise.all(batches.map((batch, b) => countUsage('errors', batch, `contended-${b}`)));
+    await Promise.all(batches.map((batch, b) => countUsage('errors', [{ batchId: `contended-${b}`, items: batch }])));
     const [issue] = (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data;
     expect(issue).toMatchObject({ count: 200, user_count: 40 });
     const users = await owner.client.get(`/v1/users?project=${project.id}&limit=200`);
@@ -178,7 +220,7 @@ describe('concurrent batches', () => {
 describe('an issue’s occurrences', () => {
   test('230 events page newest first, 50 at a time, each exactly once; the detail shows the newest', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
-    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const { ingestErrorEvents } = await import('../../src/shared/features/issues/store.js');
     const start = Date.now() - 3_600_000;
     const sent = Array.from({ length: 230 }, (_, i) => errorEvent({ timestamp: (start + i * 1000) / 1000 }, { type: 'PagedError' }));
     const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: (event.timestamp as number) * 1000, event } });
@@ -205,7 +247,7 @@ describe('an issue’s occurrences', () => {
 
   test('two batches counted into one issue at once put their events on the pages their counts give them', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
-    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const { ingestErrorEvents } = await import('../../src/shared/features/issues/store.js');
     const { ErrorEvent } = await import('../../src/shared/features/issues/model.js');
     const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: Date.now(), event } });
     const batch = (events: number) => Array.from({ length: events }, () => item(errorEvent({}, { type: 'CrowdedPageError' })));
@@ -221,7 +263,7 @@ describe('an issue’s occurrences', () => {
 describe('an issue over time, and what led to it', () => {
   test('events per hour come from the counts written with each batch, and a retried batch adds nothing', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
-    const { ingestErrorEvents } = await import('../../src/shared/features/issues/service.js');
+    const { ingestErrorEvents } = await import('../../src/shared/features/issues/store.js');
     const hour = 3_600_000;
     const thisHour = Math.floor(Date.now() / hour) * hour;
     // three events two hours ago, one an hour ago, two in this hour

@@ -7,7 +7,7 @@ import { closeRedis, createRedis } from '../../src/shared/clients/redis.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { openAlert } from '../../src/shared/features/alerts/service.js';
 import { checkInByToken, sweepChecks } from '../../src/shared/features/cron/service.js';
-import { ingestErrorEvents } from '../../src/shared/features/issues/service.js';
+import { ingestErrorEvents } from '../../src/shared/features/issues/store.js';
 import { ReportSchedule } from '../../src/shared/features/reports/model.js';
 import { claimDueReports, sendDigest } from '../../src/shared/features/reports/service.js';
 import { UptimeCheck } from '../../src/shared/features/uptime/model.js';

@@ -281,3 +281,9 @@ export interface Stamped<T> {
   projectId: string;
   record: T;
 }
+
+/** One telemetry batch's records: its id is what lets a retry of the batch change nothing twice. */
+export interface RecordBatch<T> {
+  batchId: string;
+  items: Stamped<T>[];
+}

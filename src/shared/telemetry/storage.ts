@@ -180,6 +180,17 @@ export async function inParallel<T>(items: T[], limit: number, fn: (item: T, ind
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, run));
 }
 
+/** Values grouped by a key, in the order each key was first met. */
+export function groupBy<T>(values: T[], keyOf: (value: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const value of values) {
+    const group = groups.get(keyOf(value));
+    if (group) group.push(value);
+    else groups.set(keyOf(value), [value]);
+  }
+  return groups;
+}
+
 /**
  * Runs update statements unordered and returns the indexes of those refused only for a duplicate
  * key; any other failure throws. Against MongoDB the statements go as one bulk write; against
@@ -241,11 +252,14 @@ export async function batchApplied(batchId: string, kind: string): Promise<boole
 
 /** True the first time a batch is applied for a kind; false when it already was. */
 export async function claimBatch(batchId: string, kind: string, now = new Date()): Promise<boolean> {
-  try {
-    await AppliedBatch.collection.insertOne({ batchId, kind, appliedAt: now });
-    return true;
-  } catch (error) {
-    if (!isDuplicateKey(error)) throw error;
-    return false;
-  }
+  return (await claimBatches([batchId], kind, now)).has(batchId);
+}
+
+/** The batches among `batchIds` applied for a kind for the first time now, claimed in one write; the others were before. */
+export async function claimBatches(batchIds: string[], kind: string, now = new Date()): Promise<Set<string>> {
+  const claimed = await insertNew(
+    AppliedBatch.collection,
+    [...new Set(batchIds)].map((batchId) => ({ batchId, kind, appliedAt: now })),
+  );
+  return new Set(claimed.map((claim) => claim.batchId));
 }

@@ -2,8 +2,8 @@ import { UnrecoverableError, type Job } from 'bullmq';
 import type { BlobStore } from '../../shared/clients/blob.js';
 import { createSymbolicator } from '../../shared/features/artifacts/symbolicate.js';
 import { ingestSdkCheckIns } from '../../shared/features/cron/service.js';
-import { ingestErrorEvents } from '../../shared/features/issues/service.js';
 import { ingestFeedback } from '../../shared/features/feedback/service.js';
+import { storeErrorBatches } from '../../shared/features/issues/store.js';
 import { ingestLogs } from '../../shared/features/logs/service.js';
 import { ingestMetricPoints } from '../../shared/features/metrics/service.js';
 import { scrubFieldsOf } from '../../shared/features/projects/service.js';
@@ -11,27 +11,36 @@ import { ingestSessions } from '../../shared/features/releases/service.js';
 import { ingestReplayEvents, ingestReplayRecordings } from '../../shared/features/replays/service.js';
 import { ingestSpans } from '../../shared/features/traces/service.js';
 import { countDropped, countUsage } from '../../shared/features/usage/service.js';
-import { jobs, TELEMETRY_JOB, telemetryParts, type TelemetryBatch } from '../../shared/queues.js';
-import type { RecordKind } from '../../shared/telemetry/records.js';
+import { telemetryJobRecords, telemetryParts } from '../../shared/queues.js';
+import type { z } from 'zod';
+import { recordKinds, type RecordBatch, type RecordKind, type RecordOf, type Stamped } from '../../shared/telemetry/records.js';
 import { scrubRecords } from '../../shared/telemetry/scrub.js';
 
-type Handlers = { [K in RecordKind]: (batch: TelemetryBatch<K>, batchId: string) => Promise<void> };
+type Handlers = { [K in RecordKind]: (batches: RecordBatch<RecordOf<K>>[]) => Promise<void> };
 
-/** One handler per record kind; each stores its batch idempotently, so a retried job changes nothing twice. */
+const itemsOf = <T>(batches: RecordBatch<T>[]) => batches.flatMap(({ items }) => items);
+
+/**
+ * One handler per record kind, each storing a flush's batches idempotently, so a retried job
+ * changes nothing twice. Kinds stored by unique keys take the flush's records in one call; kinds
+ * that count with `$inc` keep each batch's id.
+ */
 function handlers(blobs: BlobStore): Handlers {
   // one per worker process: its LRU keeps the source maps it parsed
   const symbolicator = createSymbolicator(blobs);
   return {
-    errors: ({ items }, batchId) => ingestErrorEvents(items, batchId, new Date(), symbolicator),
-    feedback: ({ items }) => ingestFeedback(items),
-    spans: ({ items }) => ingestSpans(items),
-    logs: ({ items }) => ingestLogs(items),
-    metrics: ({ items }) => ingestMetricPoints(items),
-    checkins: ({ items }) => ingestSdkCheckIns(items),
-    sessions: ({ items }, batchId) => ingestSessions(items, batchId),
-    replay_events: ({ items }) => ingestReplayEvents(items),
-    replay_recordings: ({ items }) => ingestReplayRecordings(items, blobs),
-    outcomes: ({ items }, batchId) => countDropped(items, batchId),
+    errors: (batches) => storeErrorBatches(batches, new Date(), symbolicator),
+    feedback: (batches) => ingestFeedback(itemsOf(batches)),
+    spans: (batches) => ingestSpans(itemsOf(batches)),
+    logs: (batches) => ingestLogs(itemsOf(batches)),
+    metrics: (batches) => ingestMetricPoints(itemsOf(batches)),
+    checkins: (batches) => ingestSdkCheckIns(itemsOf(batches)),
+    sessions: async (batches) => {
+      for (const { items, batchId } of batches) await ingestSessions(items, batchId);
+    },
+    replay_events: (batches) => ingestReplayEvents(itemsOf(batches)),
+    replay_recordings: (batches) => ingestReplayRecordings(itemsOf(batches), blobs),
+    outcomes: (batches) => countDropped(batches),
   };
 }
 
@@ -41,28 +50,124 @@ function handlers(blobs: BlobStore): Handlers {
  */
 const PART_SIZE = 500;
 
-export function telemetryProcessor(blobs: BlobStore) {
-  const byKind = handlers(blobs);
-  return async (job: Job) => {
-    const records = jobs.telemetry[TELEMETRY_JOB].safeParse(job.name === TELEMETRY_JOB ? job.data : undefined);
-    if (!records.success) throw new UnrecoverableError(`malformed telemetry job ${job.name}: ${records.error.issues[0]?.message}`);
-    // Every part is checked before any is stored: a job is stored whole or not at all.
-    const parts = Object.entries(records.data.records).map(([kind, items]) => {
-      const batch = telemetryParts[kind as RecordKind].safeParse({ items });
-      if (!batch.success) throw new UnrecoverableError(`malformed ${kind} records: ${batch.error.issues[0]?.message}`);
-      return [kind as RecordKind, batch.data.items] as const;
-    });
+/** A job's records checked and cut into parts, each with its batch id. */
+type JobParts = { kind: RecordKind; batch: RecordBatch<RecordOf<RecordKind>> }[];
+
+/** Checks every part of a job before any is stored: a job is stored whole or not at all. */
+function partsOf(job: Job): JobParts {
+  const records = telemetryJobRecords(job.name, job.data);
+  if (typeof records === 'string') throw new UnrecoverableError(records);
+  return Object.entries(records).flatMap(([name, items]) => {
+    const kind = name as RecordKind;
+    const parsed = (telemetryParts[kind] as z.ZodType<{ items: Stamped<RecordOf<RecordKind>>[] }>).safeParse({ items });
+    if (!parsed.success) throw new UnrecoverableError(`malformed ${kind} records: ${parsed.error.issues[0]?.message}`);
+    const parts: JobParts = [];
+    // ingest gives each job a random id, kept when a spooled job is replayed
+    for (let start = 0; start < parsed.data.items.length; start += PART_SIZE) {
+      parts.push({ kind, batch: { batchId: `${job.id}/${kind}/${start / PART_SIZE}`, items: parsed.data.items.slice(start, start + PART_SIZE) } });
+    }
+    return parts;
+  });
+}
+
+/**
+ * Stores the parts of several jobs as one flush: each kind's batches go to its handler together, so
+ * an issue, an end user or a rollup document touched by many jobs is written once. Error events go
+ * first: they are what a person waits to see.
+ */
+function storeFlush(byKind: Handlers) {
+  return async (jobs: JobParts[]): Promise<void> => {
+    const parts = jobs.flat();
     // Credentials are scrubbed here, before anything is stored, with each project's own field names too.
-    const scrubFields = await scrubFieldsOf(parts.flatMap(([, items]) => items.map((item) => item.projectId)));
+    const scrubFields = await scrubFieldsOf(parts.flatMap(({ batch }) => batch.items.map((item) => item.projectId)));
     const extraNamesOf = (projectId: string) => scrubFields.get(projectId) ?? [];
-    for (const [kind, items] of parts) {
-      for (let start = 0; start < items.length; start += PART_SIZE) {
-        const part = scrubRecords(kind, items.slice(start, start + PART_SIZE), extraNamesOf);
-        // ingest gives each job a random id, kept when a spooled job is replayed
-        const batchId = `${job.id}/${kind}/${start / PART_SIZE}`;
-        await (byKind[kind] as (batch: unknown, batchId: string) => Promise<void>)({ items: part }, batchId);
-        if (kind !== 'outcomes') await countUsage(kind, part, batchId);
-      }
+    const batches = new Map<RecordKind, RecordBatch<RecordOf<RecordKind>>[]>();
+    for (const { kind, batch } of parts) {
+      const scrubbed = { batchId: batch.batchId, items: scrubRecords(kind, batch.items, extraNamesOf) };
+      batches.set(kind, [...(batches.get(kind) ?? []), scrubbed]);
+    }
+    for (const kind of recordKinds) {
+      const ofKind = batches.get(kind);
+      if (!ofKind) continue;
+      await (byKind[kind] as (batches: RecordBatch<RecordOf<RecordKind>>[]) => Promise<void>)(ofKind);
+      if (kind !== 'outcomes') await countUsage(kind, ofKind);
     }
   };
+}
+
+/** Records one flush takes at most; jobs waiting beyond it go into the next. */
+const FLUSH_RECORDS = 2_000;
+
+interface Waiting {
+  parts: JobParts;
+  records: number;
+  /** A job being retried is stored alone: if one job of a flush cannot be stored, the others then can. */
+  alone: boolean;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/** Flushes one worker process stores at once: while one waits on the store, the other's writes go ahead. */
+const PARALLEL_FLUSHES = 2;
+
+/**
+ * Group commit on the worker side: the jobs a worker holds (up to its concurrency) wait while
+ * flushes are being stored and go into the next one together. At a low rate a flush is one job and
+ * is stored at once; under load flushes grow with the backlog, and the writes per event fall. A
+ * flush that fails fails each of its jobs, and BullMQ retries them, each in a flush of its own.
+ */
+class Flusher {
+  private waiting: Waiting[] = [];
+  private flushing = 0;
+
+  constructor(private readonly store: (jobs: JobParts[]) => Promise<void>) {}
+
+  submit(parts: JobParts, alone: boolean): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ parts, records: parts.reduce((sum, { batch }) => sum + batch.items.length, 0), alone, resolve, reject });
+      this.start();
+    });
+  }
+
+  private start(): void {
+    while (this.flushing < PARALLEL_FLUSHES && this.waiting.length > 0) {
+      const flush = this.next();
+      this.flushing++;
+      void this.store(flush.map(({ parts }) => parts))
+        .then(
+          () => undefined,
+          (error: unknown) => ({ error }),
+        )
+        .then((failed) => {
+          for (const job of flush) {
+            if (failed) job.reject(failed.error);
+            else job.resolve();
+          }
+          this.flushing--;
+          this.start();
+        });
+    }
+  }
+
+  /** The jobs of the next flush, oldest first, up to FLUSH_RECORDS (a job alone may hold more). */
+  private next(): Waiting[] {
+    const first = this.waiting.shift()!;
+    if (first.alone) return [first];
+    const flush = [first];
+    let records = first.records;
+    for (let index = 0; index < this.waiting.length && records < FLUSH_RECORDS; ) {
+      const job = this.waiting[index]!;
+      if (job.alone || records + job.records > FLUSH_RECORDS) index++;
+      else {
+        flush.push(...this.waiting.splice(index, 1));
+        records += job.records;
+      }
+    }
+    return flush;
+  }
+}
+
+export function telemetryProcessor(blobs: BlobStore) {
+  const flusher = new Flusher(storeFlush(handlers(blobs)));
+  return async (job: Job) => flusher.submit(partsOf(job), job.attemptsMade > 0);
 }

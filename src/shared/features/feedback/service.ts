@@ -90,6 +90,6 @@ export async function submitFeedback(principal: Principal, body: z.infer<typeof 
   const doc = feedbackDoc(item, now);
   await Feedback.collection.insertOne(doc);
   // counted like feedback from the SDKs, which the workers count per batch
-  await countUsage('feedback', [item], `api-feedback:${item.record.feedbackId}`, now);
+  await countUsage('feedback', [{ batchId: `api-feedback:${item.record.feedbackId}`, items: [item] }], now);
   return feedbackJsonOf(doc as FeedbackDoc);
 }

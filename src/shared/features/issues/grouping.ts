@@ -143,7 +143,7 @@ export function normalizeMessage(message: string, placeholder: (name: string) =>
 const text = (value: unknown): string | undefined => (typeof value === 'string' && value.trim() !== '' ? value : undefined);
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
-function exceptionsOf(event: SentryEventLike): SentryExceptionLike[] {
+export function exceptionsOf(event: SentryEventLike): SentryExceptionLike[] {
   const exception: unknown = event.exception;
   const values: unknown = Array.isArray(exception) ? exception : isObject(exception) ? exception.values : undefined;
   return Array.isArray(values) ? values.filter(isObject) : [];

@@ -55,6 +55,10 @@ issueSchema.index({ orgId: 1, userCount: -1, _id: -1 });
 // the scheduled reopening of ignored issues whose time has come.
 issueSchema.index({ status: 1, ignoredUntil: 1 });
 
+/** An issue's `hourly` counts are keyed by the hour since the epoch. */
+export const HOUR_MS = 3_600_000;
+export const hourKey = (hour: number) => `h${hour}`;
+
 /** Occurrences of an issue are listed a page at a time; a page holds this many, in the order they were counted. */
 export const EVENT_PAGE_SIZE = 100;
 

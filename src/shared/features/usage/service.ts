@@ -1,7 +1,7 @@
 import { Types, type mongo } from 'mongoose';
 import type { z } from 'zod';
-import type { OutcomeRecord, RecordKind, Stamped } from '../../telemetry/records.js';
-import { claimBatch, contentId, upsertAll } from '../../telemetry/storage.js';
+import type { OutcomeRecord, RecordBatch, RecordKind, Stamped } from '../../telemetry/records.js';
+import { claimBatches, contentId, upsertAll } from '../../telemetry/storage.js';
 import { Project } from '../projects/model.js';
 import { namedProjects, projectFilter, rounded } from '../../views.js';
 import { DroppedUsage, Usage } from './model.js';
@@ -17,19 +17,27 @@ interface DailyCount {
 }
 
 /**
- * Adds a batch's quantities into per-project counters of the UTC day of processing, each addressed
- * by an `_id` derived from `concern`, the project, the fields and the day. Applied once per batch id
- * and concern (see claimBatch), since `$inc` alone would count a replayed batch twice.
+ * Adds batches' quantities into per-project counters of the UTC day of processing, each addressed
+ * by an `_id` derived from `concern`, the project, the fields and the day: one write per counter
+ * however many batches. Each batch is applied once per batch id and concern (see claimBatches),
+ * since `$inc` alone would count a replayed batch twice.
  */
-async function countDaily(collection: mongo.Collection, concern: string, batchId: string, now: Date, counts: DailyCount[]): Promise<void> {
-  if (!(await claimBatch(batchId, concern, now))) return;
+async function countDaily<T>(collection: mongo.Collection, concern: string, batches: RecordBatch<T>[], now: Date, countOf: (item: Stamped<T>) => DailyCount): Promise<void> {
+  const claimed = await claimBatches(
+    batches.map(({ batchId }) => batchId),
+    concern,
+    now,
+  );
   const day = now.toISOString().slice(0, 10);
   const sums = new Map<string, DailyCount>();
-  for (const count of counts) {
-    const key = JSON.stringify([count.projectId, ...Object.values(count.fields)]);
-    const sum = sums.get(key) ?? { ...count, quantity: 0 };
-    sum.quantity += count.quantity;
-    sums.set(key, sum);
+  for (const { batchId, items } of batches) {
+    if (!claimed.has(batchId)) continue;
+    for (const count of items.map(countOf)) {
+      const key = JSON.stringify([count.projectId, ...Object.values(count.fields)]);
+      const sum = sums.get(key) ?? { ...count, quantity: 0 };
+      sum.quantity += count.quantity;
+      sums.set(key, sum);
+    }
   }
   await upsertAll(
     collection,
@@ -43,20 +51,19 @@ async function countDaily(collection: mongo.Collection, concern: string, batchId
   );
 }
 
-/** Counts a batch's records per organisation, project, kind and UTC day of processing. */
-export function countUsage(kind: RecordKind, items: Stamped<unknown>[], batchId: string, now = new Date()): Promise<void> {
-  return countDaily(Usage.collection, 'usage', batchId, now, items.map(({ orgId, projectId }) => ({ orgId, projectId, fields: { category: kind }, quantity: 1 })));
+/** Counts batches' records per organisation, project, kind and UTC day of processing. */
+export function countUsage(kind: RecordKind, batches: RecordBatch<unknown>[], now = new Date()): Promise<void> {
+  return countDaily(Usage.collection, 'usage', batches, now, ({ orgId, projectId }) => ({ orgId, projectId, fields: { category: kind }, quantity: 1 }));
 }
 
-/** Counts a batch's dropped items per project, category, reason and UTC day. */
-export function countDropped(items: Stamped<OutcomeRecord>[], batchId: string, now = new Date()): Promise<void> {
-  return countDaily(
-    DroppedUsage.collection,
-    'dropped',
-    batchId,
-    now,
-    items.map(({ orgId, projectId, record }) => ({ orgId, projectId, fields: { category: record.category, reason: record.reason }, quantity: record.quantity })),
-  );
+/** Counts batches' dropped items per project, category, reason and UTC day. */
+export function countDropped(batches: RecordBatch<OutcomeRecord>[], now = new Date()): Promise<void> {
+  return countDaily(DroppedUsage.collection, 'dropped', batches, now, ({ orgId, projectId, record }) => ({
+    orgId,
+    projectId,
+    fields: { category: record.category, reason: record.reason },
+    quantity: record.quantity,
+  }));
 }
 
 /** Sums counters into one list by category and reason, in a stable order. */

@@ -1,0 +1,382 @@
+/**
+ * The write side of issues: a flush of error events from one or more telemetry batches stored once
+ * per {project, event_id}, grouped into issues and counted into each issue once per batch, with one
+ * write per issue, per end user and per rollup document however many batches the flush holds.
+ */
+import { Types } from 'mongoose';
+import { isDuplicateKey } from '../../errors.js';
+import type { ErrorEventRecord, RecordBatch, Stamped } from '../../telemetry/records.js';
+import { batchApplied, claimBatches, contentId, groupBy, inParallel, insertNew, oneAtATime, PARALLEL_WRITES, updateEach } from '../../telemetry/storage.js';
+import { openAlert } from '../alerts/service.js';
+import type { Symbolicator } from '../artifacts/symbolicate.js';
+import { countIntoReleases } from '../releases/service.js';
+import { recordEndUsers, userKeyOf, type SentUser } from '../users/service.js';
+import { culprit, exceptionsOf, groupingHash, issueTitle, type SentryEventLike } from './grouping.js';
+import { ErrorEvent, EVENT_PAGE_SIZE, HOUR_MS, hourKey, Issue, IssueUser, type IssueDoc } from './model.js';
+import { obj, str } from './values.js';
+
+
+interface PreparedEvent {
+  key: string;
+  batchId: string;
+  _id: Types.ObjectId;
+  orgId: Types.ObjectId;
+  projectId: Types.ObjectId;
+  issueId: Types.ObjectId;
+  eventId: string;
+  at: Date;
+  event: Record<string, unknown>;
+  user: SentUser | undefined;
+  userKey: string | null;
+  hash: string;
+  groupingKind: string;
+}
+
+/** An error event's `_id`: the same project and event id always address the same document. */
+export const eventKey = (projectId: Types.ObjectId, eventId: string) => contentId('event', projectId.toHexString(), eventId);
+/** An issue's `_id`: the same project and grouping hash always address the same issue. */
+export const issueKey = (projectId: Types.ObjectId, hash: string) => contentId('issue', projectId.toHexString(), hash);
+
+/** How far ahead of the server an event's own timestamp may be; beyond it the client's clock is wrong, as Relay judges. */
+const FUTURE_TOLERANCE_MS = 60_000;
+
+function prepare({ orgId, projectId, record }: Stamped<ErrorEventRecord>, batchId: string, now: Date): PreparedEvent {
+  const event = record.event;
+  const user = (obj(event.user) as SentUser | null) ?? undefined;
+  const grouping = groupingHash(event as SentryEventLike);
+  const project = new Types.ObjectId(projectId);
+  return {
+    key: `${projectId}:${record.eventId}`,
+    batchId,
+    _id: eventKey(project, record.eventId),
+    orgId: new Types.ObjectId(orgId),
+    projectId: project,
+    issueId: issueKey(project, grouping.hash),
+    eventId: record.eventId,
+    at: new Date(record.timeMs > now.getTime() + FUTURE_TOLERANCE_MS ? now.getTime() : record.timeMs),
+    event,
+    user,
+    userKey: userKeyOf(user),
+    hash: grouping.hash,
+    groupingKind: grouping.kind,
+  };
+}
+
+/** Before grouping, so that builds of the same code (different minified names and columns) group together. */
+async function symbolicateBatch(items: Stamped<ErrorEventRecord>[], symbolicator: Symbolicator): Promise<Stamped<ErrorEventRecord>[]> {
+  const out = [...items];
+  const byProject = groupBy([...items.keys()], (index) => items[index]!.projectId);
+  await inParallel([...byProject], PARALLEL_WRITES, async ([projectId, indexes]) => {
+    const events = await symbolicator.symbolicate(new Types.ObjectId(projectId), indexes.map((index) => items[index]!.record.event));
+    indexes.forEach((index, n) => (out[index] = { ...items[index]!, record: { ...items[index]!.record, event: events[n]! } }));
+  });
+  return out;
+}
+
+/** The claim a batch makes once it has counted into every issue of its events. */
+const ISSUES_COUNTED = 'issue-counts';
+
+/**
+ * A batch's id stays on the issues it counted into until it has counted into all of them and
+ * claimed that (see ingestErrorEvents); the next batch counting into an issue then drops it in
+ * the same write as its own count. This process remembers the batches it finished, so it drops
+ * their ids without asking the store; past this many other ids on one issue, it asks the claims.
+ */
+const UNCHECKED_BATCHES = 16;
+/**
+ * Past twice this many ids still unfinished on one issue, the oldest are dropped: a guard against
+ * ids left by batches that failed for good.
+ */
+const COUNTED_BATCHES_KEPT = 256;
+/** How many finished batch ids this process remembers. */
+const FINISHED_REMEMBERED = 10_000;
+const finishedBatches = new Set<string>();
+
+function rememberFinished(batchId: string): void {
+  finishedBatches.add(batchId);
+  if (finishedBatches.size > FINISHED_REMEMBERED) finishedBatches.delete(finishedBatches.values().next().value!);
+}
+
+/** The ids among `ids` of batches that may not have counted into all their issues yet. */
+async function unfinished(ids: string[]): Promise<string[]> {
+  const left = ids.filter((id) => !finishedBatches.has(id));
+  if (left.length <= UNCHECKED_BATCHES) return left;
+  const finished = new Set<string>();
+  await inParallel(left, PARALLEL_WRITES, async (id) => {
+    if (!(await batchApplied(id, ISSUES_COUNTED))) return;
+    finished.add(id);
+    rememberFinished(id);
+  });
+  const kept = left.filter((id) => !finished.has(id));
+  return kept.length > 2 * COUNTED_BATCHES_KEPT ? kept.slice(-COUNTED_BATCHES_KEPT) : kept;
+}
+
+/** What a count needs to know of an issue before writing: its count (which every count changes) and the batches on it. */
+type CountedState = Pick<IssueDoc, 'eventCount' | 'countedBatches'>;
+const readCountedState = (id: Types.ObjectId) => Issue.findById(id, { eventCount: 1, countedBatches: 1 }).lean<CountedState>();
+
+/**
+ * What this process's last count left on an issue, so that the next batch into it plans its pages
+ * without reading the issue first. Another process may have counted since: then the count's
+ * condition fails, the issue is read, and the events are moved to the pages the count put them on.
+ */
+const knownIssues = new Map<string, { state: CountedState; at: number }>();
+const KNOWN_ISSUES = 10_000;
+/** How long what a count left is trusted instead of reading the issue. */
+const KNOWN_FOR_MS = 60_000;
+
+function know(id: Types.ObjectId, { eventCount, countedBatches }: CountedState): void {
+  const key = id.toHexString();
+  knownIssues.delete(key);
+  knownIssues.set(key, { state: { eventCount, countedBatches }, at: Date.now() });
+  if (knownIssues.size > KNOWN_ISSUES) knownIssues.delete(knownIssues.keys().next().value!);
+}
+
+async function countedState(id: Types.ObjectId): Promise<CountedState | null> {
+  const known = knownIssues.get(id.toHexString());
+  if (known && Date.now() - known.at < KNOWN_FOR_MS) return known.state;
+  return readCountedState(id);
+}
+
+/** A count that did not land this many times in a row (other batches counting first each time) is an error. */
+const COUNT_ATTEMPTS = 50;
+
+/**
+ * Counts a flush's events of one issue into it, once per batch: one write by the issue's derived
+ * `_id` with the event and new-user counts, first/last seen, the newest event's details and the
+ * ids of the batches counted into it and not yet finished, the flush's added. Events of a batch
+ * already counted into the issue (a retry) are left out. The write is made only if the issue's
+ * event count is still the one `known` read (on MongoDB updates are atomic; on FerretDB the turn
+ * keeps others out), else the issue is read again. Answers the issue as counted, the events counted
+ * and whether this flush created it, or undefined when every batch was counted into it before.
+ */
+async function countIntoIssue(
+  all: PreparedEvent[],
+  newUsers: number,
+  known: CountedState | null,
+): Promise<{ issue: IssueDoc; created: boolean; before: number; events: PreparedEvent[] } | undefined> {
+  const update = (events: PreparedEvent[], countedBatches: string[], lastPage: number) => {
+    const newest = events.reduce((a, b) => (b.at >= a.at ? b : a));
+    const earliest = events.reduce((a, b) => (b.at < a.at ? b : a));
+    const sentry = newest.event as SentryEventLike;
+    const exception = exceptionsOf(sentry).at(-1);
+    return {
+      $setOnInsert: {
+        orgId: newest.orgId,
+        projectId: newest.projectId,
+        hash: newest.hash,
+        groupingKind: newest.groupingKind,
+        platform: str(newest.event.platform),
+        status: 'unresolved',
+        // the release the issue first appeared in: a release's new issues
+        firstRelease: str(earliest.event.release),
+      },
+      $set: {
+        title: issueTitle(sentry),
+        culprit: culprit(sentry),
+        level: str(newest.event.level) ?? 'error',
+        errorType: str(exception?.type),
+        errorValue: str(exception?.value),
+        latestEventId: newest.eventId,
+        countedBatches,
+      },
+      $min: { firstSeen: earliest.at },
+      $max: { lastSeen: newest.at, lastPage },
+      $inc: { eventCount: events.length, userCount: newUsers, ...hourlyIncrements(events) },
+      $addToSet: {
+        environments: { $each: [...new Set(events.flatMap((e) => str(e.event.environment) ?? []))] },
+        releases: { $each: [...new Set(events.flatMap((e) => str(e.event.release) ?? []))] },
+      },
+    };
+  };
+  const id = all[0]!.issueId;
+  return oneAtATime(Issue.collection.collectionName, id, async () => {
+    let state = known;
+    for (let attempt = 1; ; attempt++) {
+      const done = new Set(state?.countedBatches);
+      const events = all.filter((e) => !done.has(e.batchId));
+      if (events.length === 0) return undefined;
+      const counted = [...(state ? await unfinished(state.countedBatches) : []), ...new Set(events.map((e) => e.batchId))];
+      const before = state?.eventCount ?? 0;
+      const lastPage = pageOf(before + events.length);
+      try {
+        // An issue not there when read is created by an upsert that cannot match one made since (every issue has
+        // countedBatches): that meets its `_id`, and the issue is read again.
+        const issue = state
+          ? await Issue.findOneAndUpdate({ _id: id, eventCount: state.eventCount }, update(events, counted, lastPage), { returnDocument: 'after' }).lean<IssueDoc>()
+          : await Issue.findOneAndUpdate({ _id: id, countedBatches: { $exists: false } }, update(events, counted, lastPage), { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
+        if (issue) {
+          know(id, issue);
+          return { issue, created: !state, before, events };
+        }
+      } catch (error) {
+        knownIssues.delete(id.toHexString());
+        if (!isDuplicateKey(error)) throw error;
+      }
+      if (attempt === COUNT_ATTEMPTS) throw new Error(`issue ${id.toHexString()} changed under ${COUNT_ATTEMPTS} counts in a row`);
+      state = await readCountedState(id);
+    }
+  });
+}
+
+/** One `$inc` per hour the batch's events happened in: the issue's events over time. */
+function hourlyIncrements(events: ReadonlyArray<{ at: Date }>): Record<string, number> {
+  const increments: Record<string, number> = {};
+  for (const { at } of events) {
+    const path = `hourly.${hourKey(Math.floor(at.getTime() / HOUR_MS))}`;
+    increments[path] = (increments[path] ?? 0) + 1;
+  }
+  return increments;
+}
+
+/**
+ * CONTRACT.md's automatic transitions on new events: a resolved issue regresses to unresolved; an
+ * ignored one reopens once its time or count condition is passed. The status condition in each
+ * update makes concurrent batches flip an issue once.
+ */
+async function applyEventTransitions(issue: IssueDoc, now: Date): Promise<void> {
+  const set = (status: IssueDoc['status'], fields: Record<string, unknown>) =>
+    oneAtATime(Issue.collection.collectionName, issue._id, () => Issue.updateOne({ _id: issue._id, status }, { $set: { status: 'unresolved', ...fields } }));
+  if (issue.status === 'resolved') {
+    const flipped = await set('resolved', { regressedAt: now, resolvedAt: null });
+    if (flipped.modifiedCount === 1) await raiseIssueAlert(issue, 'issue.regression', now);
+    return;
+  }
+  const countPassed = issue.ignoredUntilCount != null && issue.eventCount >= issue.ignoredUntilCount;
+  const timePassed = issue.ignoredUntil != null && issue.ignoredUntil <= now;
+  if (issue.status === 'ignored' && (countPassed || timePassed)) await set('ignored', { ignoredUntil: null, ignoredUntilCount: null });
+}
+
+/** A new issue, or one that regressed at `at`: one alert each, however often the batch is retried. */
+async function raiseIssueAlert(issue: IssueDoc, kind: 'issue.new' | 'issue.regression', at: Date): Promise<void> {
+  const id = issue._id.toHexString();
+  await openAlert({
+    key: kind === 'issue.new' ? `issue:${id}:new` : `issue:${id}:regression:${at.getTime()}`,
+    orgId: issue.orgId,
+    projectId: issue.projectId,
+    kind,
+    subject: { type: 'issue', id },
+    title: `${kind === 'issue.new' ? 'New issue' : 'Regression'}: ${issue.title}`,
+    details: { culprit: issue.culprit ?? null, level: issue.level, events: issue.eventCount },
+    at,
+  });
+}
+
+/** The pages of the events this batch stored on an earlier attempt (a retry counts them now, unless it did then). */
+async function storedByBatch(batchId: string): Promise<Map<string, number>> {
+  const stored = await ErrorEvent.find({ batchId }, { _id: 1, page: 1 }).lean();
+  return new Map(stored.map((doc) => [doc._id.toHexString(), doc.page]));
+}
+
+/** The page the n-th event counted into an issue is on (n from 1). */
+const pageOf = (n: number) => Math.floor((n - 1) / EVENT_PAGE_SIZE);
+
+/**
+ * The page each event goes on: after the events its issue holds now, oldest first. Two batches
+ * counting into one issue at once may put their events on the same page, so a page can hold somewhat
+ * more than EVENT_PAGE_SIZE; each event is still on exactly one page.
+ */
+async function plannedPages(events: PreparedEvent[]): Promise<{ pages: Map<string, number>; issues: Map<string, CountedState | null> }> {
+  const pages = new Map<string, number>();
+  const issues = new Map<string, CountedState | null>();
+  await inParallel([...groupBy(events, (e) => e.issueId.toHexString())], PARALLEL_WRITES, async ([issueId, ofIssue]) => {
+    const issue = await countedState(ofIssue[0]!.issueId);
+    issues.set(issueId, issue);
+    const before = issue?.eventCount ?? 0;
+    [...ofIssue].sort((a, b) => a.at.getTime() - b.at.getTime()).forEach((e, index) => pages.set(e._id.toHexString(), pageOf(before + index + 1)));
+  });
+  return { pages, issues };
+}
+
+/**
+ * Stores the error events of one or more batches once per {project, event_id} and counts each into
+ * its issue once, with a handful of writes per flush rather than per event or per batch, every one
+ * addressed by a derived `_id`. Events are stored first, on their planned page; each issue then
+ * counts the flush's events in one write that also records their batch ids, so a retry of a batch
+ * after a crash counts into each issue exactly what it had not. An event another batch stored is
+ * that batch's to count, so duplicates count once. The release rollups and end users, plain `$inc`s
+ * that cannot tell a retry, take each batch's events under its claim: once, or not at all if the
+ * worker dies right after claiming.
+ */
+export async function storeErrorBatches(batches: RecordBatch<ErrorEventRecord>[], now = new Date(), symbolicator?: Symbolicator): Promise<void> {
+  const items = batches.flatMap(({ items }) => items);
+  const batchIds = batches.flatMap(({ batchId, items }) => items.map(() => batchId));
+  const symbolicated = symbolicator ? await symbolicateBatch(items, symbolicator) : items;
+  const prepared = [...new Map(symbolicated.map((item, index) => prepare(item, batchIds[index]!, now)).map((e) => [e.key, e] as const)).values()];
+  const { pages: planned, issues: read } = await plannedPages(prepared);
+  const inserted = await insertNew(
+    ErrorEvent.collection,
+    prepared.map((e) => ({
+      _id: e._id,
+      orgId: e.orgId,
+      projectId: e.projectId,
+      eventId: e.eventId,
+      issueId: e.issueId,
+      page: planned.get(e._id.toHexString())!,
+      timestamp: e.at,
+      receivedAt: now,
+      level: str(e.event.level) ?? 'error',
+      title: issueTitle(e.event as SentryEventLike),
+      environment: str(e.event.environment),
+      release: str(e.event.release),
+      userKey: e.userKey,
+      traceId: str(obj(obj(e.event.contexts)?.trace)?.trace_id)?.toLowerCase() ?? null,
+      batchId: e.batchId,
+      data: JSON.stringify(e.event),
+    })),
+  );
+  const pages = new Map(inserted.map((doc) => [doc._id.toHexString(), doc.page]));
+  // Batches with events stored before (a retry): those events are counted now unless that attempt
+  // finished, which it says by its claim.
+  const finished = new Set<string>();
+  const retried = [...new Set(prepared.filter((e) => !pages.has(e._id.toHexString())).map((e) => e.batchId))];
+  await inParallel(retried, PARALLEL_WRITES, async (batchId) => {
+    for (const [id, page] of await storedByBatch(batchId)) pages.set(id, page);
+    if (!(await batchApplied(batchId, ISSUES_COUNTED))) return;
+    finished.add(batchId);
+    rememberFinished(batchId);
+  });
+  const toCount = prepared.filter((e) => pages.has(e._id.toHexString()) && !finished.has(e.batchId));
+  if (toCount.length === 0) return;
+  // New (issue, user) pairs first, so each issue's user count moves in the same write as its event count.
+  const affected = [
+    ...new Map(
+      toCount
+        .filter((e) => e.userKey)
+        .map((e) => [`${e.issueId.toHexString()}:${e.userKey}`, { _id: contentId('issue-user', e.issueId.toHexString(), e.userKey), issueId: e.issueId, userKey: e.userKey! }]),
+    ).values(),
+  ];
+  const newUsers = groupBy(await insertNew(IssueUser.collection, affected), (pair) => pair.issueId.toHexString());
+
+  await inParallel([...groupBy(toCount, (e) => e.issueId.toHexString())], PARALLEL_WRITES, async ([issueId, ofIssue]) => {
+    const counted = await countIntoIssue(ofIssue, newUsers.get(issueId)?.length ?? 0, read.get(issueId) ?? null);
+    if (!counted) return;
+    const { issue, created, before, events } = counted;
+    // counted after other batches than planned: the events go on the pages that count put them on
+    const moved = [...events]
+      .sort((a, b) => a.at.getTime() - b.at.getTime())
+      .flatMap((e, index) => (pageOf(before + index + 1) === pages.get(e._id.toHexString()) ? [] : [{ updateOne: { filter: { _id: e._id }, update: { $set: { page: pageOf(before + index + 1) } } } }]));
+    await updateEach(ErrorEvent.collection, moved);
+    if (created) await raiseIssueAlert(issue, 'issue.new', now);
+    // a batch arriving late with the issue's earliest event: the release it first appeared in is this event's
+    const earliest = events.reduce((a, b) => (b.at < a.at ? b : a));
+    const release = str(earliest.event.release);
+    if (issue.firstSeen.getTime() === earliest.at.getTime() && (issue.firstRelease ?? null) !== release) {
+      await oneAtATime(Issue.collection.collectionName, issue._id, () => Issue.updateOne({ _id: issue._id, firstSeen: earliest.at }, { $set: { firstRelease: release } }));
+    }
+    await applyEventTransitions(issue, now);
+  });
+  // From now on a retry counts nothing again, and later counts drop these batches' ids from their issues.
+  const counting = [...new Set(toCount.map((e) => e.batchId))];
+  const claimed = await claimBatches(counting, ISSUES_COUNTED, now);
+  const once = toCount.filter((e) => claimed.has(e.batchId));
+  await Promise.all([
+    countIntoReleases(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errorEvents: 1 } }))),
+    recordEndUsers(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, user: e.user, seenAt: e.at }))),
+  ]);
+  counting.forEach(rememberFinished);
+}
+
+/** One batch's error events (see storeErrorBatches). */
+export const ingestErrorEvents = (items: Stamped<ErrorEventRecord>[], batchId: string, now = new Date(), symbolicator?: Symbolicator) =>
+  storeErrorBatches([{ batchId, items }], now, symbolicator);
