@@ -14,7 +14,7 @@ import { TelemetryBatcher } from './batcher.js';
 import { DiskSpool } from './spool.js';
 import type { IngestContext } from './context.js';
 import { DsnCache } from './dsn.js';
-import { noRoute, sendError, sendJson, type IngestCall } from './http.js';
+import { noRoute, originFormOf, sendError, sendJson, type IngestCall } from './http.js';
 import type { OtlpSignal } from './otlp/decode.js';
 import { acceptExport } from './routes/otlp.js';
 import { acceptEnvelope, acceptStoreEvent } from './routes/sentry.js';
@@ -159,7 +159,7 @@ export async function createIngestApp({ config, logger, redis }: IngestAppOption
   const app: RequestListener = (req, res) => {
     const requestId = requestIdFrom(req.headers['x-request-id'] as string | undefined);
     res.setHeader('X-Request-Id', requestId);
-    const url = req.url ?? '/';
+    const url = originFormOf(req.url ?? '/');
     const at = url.indexOf('?');
     const call: IngestCall = { req, res, requestId, path: at === -1 ? url : url.slice(0, at), search: at === -1 ? '' : url.slice(at + 1), started: performance.now() };
     // servers' SDKs and exporters send no Origin: nothing for CORS to answer

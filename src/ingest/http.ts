@@ -19,7 +19,22 @@ export interface IngestCall {
   search: string;
   /** When the request arrived (performance.now()), for the request log. */
   started: number;
+  /** The parsed query, once something asked for it (queryOf). */
   query?: ParsedUrlQuery;
+}
+
+/**
+ * The path and query of a request target: origin-form (`/api/1/envelope/?…`) as it is, absolute-form
+ * (`http://host/api/1/envelope/?…`, which HTTP/1.1 servers must accept) without its scheme and host.
+ */
+export function originFormOf(target: string): string {
+  if (target.startsWith('/')) return target;
+  try {
+    const url = new URL(target);
+    return `${url.pathname}${url.search}`;
+  } catch {
+    return target;
+  }
 }
 
 /** The query string parsed as Express's default ("simple") parser does, once per request. */

@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { type Harness, startHarness, useHarness } from '../support/harness.js';
 import { signUp } from '../support/factories/accounts.js';
 import { envelope, errorEvent, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
@@ -61,6 +63,21 @@ describe('ingest routes', () => {
     // without Origin, OPTIONS says which methods the path takes
     const options = await h.ingest.request('OPTIONS', '/readyz');
     expect([options.status, options.headers.get('allow')]).toEqual([200, 'GET, HEAD']);
+  });
+
+  test('a request target in absolute form (as a forward proxy passes it on) is served like its path', async () => {
+    const body = anEnvelope();
+    const port = Number(new URL(h.ingest.baseUrl).port);
+    const socket = connect(port, '127.0.0.1');
+    await once(socket, 'connect');
+    const chunks: Buffer[] = [];
+    socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+    socket.write(
+      `POST http://ingest.example:${port}/api/${project.number}/envelope/?sentry_key=${project.publicKey} HTTP/1.1\r\nHost: ingest.example\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    await once(socket, 'close');
+    expect(Buffer.concat(chunks).toString()).toMatch(/^HTTP\/1\.1 200 OK\r\n/);
   });
 
   test('a HEAD of /healthz answers its status without a body', async () => {

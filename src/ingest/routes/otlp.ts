@@ -47,8 +47,9 @@ const grpcCodes: Partial<Record<ErrorCode, number>> = {
 const statusMessage = (code: number, message: string) => protobuf.Writer.create().uint32(8).int32(code).uint32(18).string(message).finish();
 
 /**
- * The OTLP spec answers a protobuf request's refusal with a protobuf Status; JSON requests keep the
- * API's JSON error body, as do unexpected errors (thrown on, to be logged and answered 500).
+ * The OTLP spec answers a protobuf request's refusal with a protobuf Status. Anything else is thrown on,
+ * to get the JSON error body every other refusal gets: a JSON request's refusal, and an unexpected
+ * error (logged, and answered 500).
  */
 function refuseInProtobuf(call: IngestCall, error: unknown): void {
   const appError = toAppError(error);
