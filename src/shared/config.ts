@@ -22,12 +22,16 @@ const schema = z.object({
   REDIS_URL: optionalUrl,
   DATA_DIR: z.string().default('.data'),
   /**
-   * Which local store to start when MONGO_URL is unset: `auto` prefers FerretDB on PostgreSQL (when
-   * LOCAL_POSTGRES_URL answers), then a local MongoDB, then FerretDB on SQLite.
+   * Which local store to start when MONGO_URL is unset: `auto` prefers FerretDB on PostgreSQL (the one
+   * at LOCAL_POSTGRES_URL when it answers, else a cluster of our own), then a local MongoDB, then
+   * FerretDB on SQLite.
    */
   LOCAL_STORE: z.enum(localStoreChoices).default('auto'),
-  /** A PostgreSQL role that may create the `sluice` database, for FerretDB's PostgreSQL backend. */
-  LOCAL_POSTGRES_URL: postgresUrl.default('postgres://postgres@127.0.0.1:5432/postgres'),
+  /**
+   * A PostgreSQL role that may create the `sluice` database, for FerretDB's PostgreSQL backend; `own`
+   * skips it and runs a cluster of our own under DATA_DIR/postgres even when one answers there.
+   */
+  LOCAL_POSTGRES_URL: postgresUrl.or(z.literal('own')).default('postgres://postgres@127.0.0.1:5432/postgres'),
   /**
    * When MONGO_URL is a FerretDB on PostgreSQL of your own: the PostgreSQL database it keeps its tables
    * in, so the service gives it the indexes and upkeep it needs (the local store gets them without this).

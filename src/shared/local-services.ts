@@ -5,7 +5,9 @@
  * start reuses them. Anything that cannot be had fails with a message that says what to do.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, chmodSync, existsSync, mkdirSync, openSync, writeFileSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { cpSync, chmodSync, chownSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { homedir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
@@ -19,8 +21,24 @@ const { MongoClient } = mongo;
 export const LOCAL_REDIS_PORT = 6379;
 /** Where a MongoDB of the user's own is reused, or a `mongod` on PATH is started. */
 export const LOCAL_MONGO_PORT = 27017;
-/** Each FerretDB backend has a port of its own, so a server found listening is known to be the backend asked for. */
-const FERRETDB_PORTS = { postgresql: 27018, sqlite: 27019 } as const;
+/**
+ * Each FerretDB backend has a port of its own, so a server found listening is known to be the backend
+ * asked for. FerretDB on our own PostgreSQL takes the first free port from `ownPostgresql`, recorded
+ * with the cluster, so a cluster in another DATA_DIR is never mistaken for it.
+ */
+const FERRETDB_PORTS = { postgresql: 27018, sqlite: 27019, ownPostgresql: 27021 } as const;
+/** Our own PostgreSQL cluster takes the first free port from here: clear of 5432/5433 and of the ephemeral range. */
+const OWN_POSTGRES_FIRST_PORT = 54320;
+/** The superuser initdb creates in our own cluster; it connects with trust auth, on loopback only. */
+const OWN_POSTGRES_ROLE = 'sluice';
+/**
+ * FerretDB's PostgreSQL pool: each connection is a PostgreSQL backend of several MiB once it has read
+ * FerretDB's tables. The service keeps a few batches and requests in flight at once (WORKER_CONCURRENCY
+ * batches, each a handful of writes), so 16 leave room without 50-80 idle backends.
+ */
+const FERRETDB_POOL_SIZE = 16;
+/** Connections idle this long are closed, so the pool shrinks back after a burst. */
+const FERRETDB_POOL_IDLE_TIME = '1m';
 /** The MongoDB database the service uses locally, and the PostgreSQL database FerretDB keeps it in. */
 export const LOCAL_DATABASE = 'sluice';
 const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
@@ -122,8 +140,8 @@ async function preparePostgres(adminUrl: string): Promise<PostgresCheck> {
     }
     await admin.query(`ALTER DATABASE ${LOCAL_DATABASE} SET plan_cache_mode = force_custom_plan`);
     const { rows } = await admin.query<{ max_connections: string }>('SHOW max_connections');
-    // FerretDB's pool takes most of the server's connections, leaving some for psql and the index module.
-    poolSize = Math.max(10, Number(rows[0]!.max_connections) - 20);
+    // leaving some of a small server's connections for psql and the index module
+    poolSize = Math.min(FERRETDB_POOL_SIZE, Math.max(2, Number(rows[0]!.max_connections) - 10));
   } catch (error) {
     return { ok: false, reason: `${where} answers but cannot be used (${(error as Error).message}); set LOCAL_POSTGRES_URL to a role that may create databases` };
   } finally {
@@ -151,9 +169,16 @@ function which(command: string): string | undefined {
   return undefined;
 }
 
-function startDetached(command: string, args: string[], logFile: string): ChildProcess {
+/** An unprivileged user to run a server as (its log file is opened here, so it needs no access to it). */
+interface RunAs {
+  name: string;
+  uid: number;
+  gid: number;
+}
+
+function startDetached(command: string, args: string[], logFile: string, runAs?: RunAs): ChildProcess {
   const out = openSync(logFile, 'a');
-  const child = spawn(command, args, { detached: true, stdio: ['ignore', out, out] });
+  const child = spawn(command, args, { detached: true, stdio: ['ignore', out, out], ...(runAs && { uid: runAs.uid, gid: runAs.gid }) });
   child.unref();
   return child;
 }
@@ -230,10 +255,11 @@ function buildFerretDB(dataDir: string): string {
   return target;
 }
 
-/** FerretDB reads its PostgreSQL pool's size from the URL (its default is 50). */
+/** FerretDB reads its PostgreSQL pool's settings from the URL (its default size is 50, idle connections are kept 30 min). */
 function withPoolSize(url: string, poolSize: number): string {
   const parsed = new URL(url);
   parsed.searchParams.set('pool_max_conns', String(poolSize));
+  parsed.searchParams.set('pool_max_conn_idle_time', FERRETDB_POOL_IDLE_TIME);
   return parsed.toString();
 }
 
@@ -245,8 +271,7 @@ export function ferretdbBinary(dataDir: string): string {
   return candidates.find(works) ?? buildFerretDB(dataDir);
 }
 
-async function startFerretDB(dataDir: string, backend: 'postgresql' | 'sqlite', postgres?: { url: string; poolSize: number }): Promise<string> {
-  const port = FERRETDB_PORTS[backend];
+async function startFerretDB(dataDir: string, backend: 'postgresql' | 'sqlite', port: number, postgres?: { url: string; poolSize: number }): Promise<string> {
   const url = `mongodb://127.0.0.1:${port}`;
   if (await ferretdbAnswers(port)) {
     say(`reusing FerretDB on ${backend} already listening on ${url}`);
@@ -280,25 +305,235 @@ async function startMongod(dataDir: string, mongod: string): Promise<string> {
   return url;
 }
 
+/** A PostgreSQL server's `initdb` and `postgres`, from one directory. */
+interface PostgresBinaries {
+  initdb: string;
+  postgres: string;
+}
+
 /**
- * The local store, in order of preference (LOCAL_STORE=auto): FerretDB on PostgreSQL when a PostgreSQL
- * server answers at LOCAL_POSTGRES_URL; else a MongoDB already on 27017 or a `mongod` on PATH; else
- * FerretDB on SQLite, which needs nothing but itself. `postgresql` and `sqlite` insist on that backend.
+ * PostgreSQL's server binaries: those of the version a cluster was made with (`version`), else from
+ * PATH, Debian's /usr/lib/postgresql/<version>/bin (newest first) or /usr/local/bin.
  */
-async function ensureStore(dataDir: string, choice: LocalStoreChoice, adminUrl: string): Promise<{ url: string; ferretdbPostgresUrl?: string }> {
-  if (choice !== 'sqlite') {
-    const postgres = await preparePostgres(adminUrl);
-    if (postgres.ok) return { url: await startFerretDB(dataDir, 'postgresql', postgres), ferretdbPostgresUrl: postgres.url };
-    if (choice === 'postgresql') throw new LocalServiceError(`LOCAL_STORE=postgresql, but ${postgres.reason}`);
-    say(`${postgres.reason}; not using PostgreSQL`);
-    if (await mongoAnswers(LOCAL_MONGO_PORT)) {
-      say(`reusing the MongoDB server already listening on 127.0.0.1:${LOCAL_MONGO_PORT}`);
-      return { url: `mongodb://127.0.0.1:${LOCAL_MONGO_PORT}` };
-    }
-    const mongod = which('mongod');
-    if (mongod) return { url: await startMongod(dataDir, mongod) };
+function postgresBinaries(version?: string): PostgresBinaries | undefined {
+  const debian = existsSync('/usr/lib/postgresql')
+    ? readdirSync('/usr/lib/postgresql').filter((name) => /^\d+$/.test(name)).sort((a, b) => Number(b) - Number(a))
+    : [];
+  const dirs = [
+    ...(version ? [`/usr/lib/postgresql/${version}/bin`] : []),
+    ...(process.env.PATH ?? '').split(delimiter).filter(Boolean),
+    ...debian.map((name) => `/usr/lib/postgresql/${name}/bin`),
+    '/usr/local/bin',
+  ];
+  const dir = dirs.find((candidate) => existsSync(join(candidate, 'initdb')) && existsSync(join(candidate, 'postgres')));
+  return dir ? { initdb: join(dir, 'initdb'), postgres: join(dir, 'postgres') } : undefined;
+}
+
+const canInstall = () => process.getuid?.() === 0 && !!which('apt-get');
+
+function installPostgres(): PostgresBinaries {
+  say('PostgreSQL is not installed; installing it from Debian packages (apt-get install postgresql)');
+  run('apt-get', ['update', '-qq']);
+  run('apt-get', ['install', '-y', '-qq', 'postgresql'], { env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' } });
+  const installed = postgresBinaries();
+  if (!installed) throw new LocalServiceError('apt-get ran but initdb and postgres are still missing');
+  return installed;
+}
+
+/**
+ * initdb and postgres refuse to run as root: as root, they run as Debian's `postgres` user, which then
+ * owns the cluster's directory.
+ */
+function clusterOwner(): RunAs | undefined {
+  if (process.getuid?.() !== 0) return undefined;
+  const entry = readFileSync('/etc/passwd', 'utf8')
+    .split('\n')
+    .map((line) => line.split(':'))
+    .find((fields) => fields[0] === 'postgres');
+  if (!entry) throw new LocalServiceError('PostgreSQL will not run as root and there is no postgres user to run it as; create one or run Sluice as another user');
+  return { name: 'postgres', uid: Number(entry[2]), gid: Number(entry[3]) };
+}
+
+async function portIsFree(port: number): Promise<boolean> {
+  const server = createServer();
+  server.listen(port, '127.0.0.1');
+  try {
+    await Promise.race([once(server, 'listening'), once(server, 'error').then(([error]) => Promise.reject(error))]);
+  } catch {
+    return false;
   }
-  return { url: await startFerretDB(dataDir, 'sqlite') };
+  server.close();
+  await once(server, 'close');
+  return true;
+}
+
+async function firstFreePort(from: number): Promise<number> {
+  for (let port = from; port < from + 100; port++) if (await portIsFree(port)) return port;
+  throw new LocalServiceError(`no free loopback port in ${from}-${from + 99}`);
+}
+
+async function postgresAnswers(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    return true;
+  } catch {
+    return false;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+/** The ports of our own cluster and of the FerretDB on it, recorded beside the cluster when it is made. */
+interface OwnPorts {
+  postgres: number;
+  ferretdb: number;
+}
+
+/**
+ * Settings for a PostgreSQL that shares a laptop with the service, given at each start so a newer
+ * release's settings apply to an older cluster.
+ */
+function ownPostgresSettings(port: number): string[] {
+  const settings = {
+    port,
+    // trust auth (initdb below) is safe only because nothing but loopback can connect
+    listen_addresses: '127.0.0.1',
+    // TCP only: the default socket directory (/var/run/postgresql) need not be writable by us
+    unix_socket_directories: '',
+    // FerretDB's pool, the index module and psql, and room for the second FerretDB (pool of 24) and the
+    // PostgreSQL clients of the test suite; an unused slot costs a few KiB of shared memory, a used one a backend
+    max_connections: 64,
+    // FerretDB's reads are sequential scans, which use a small ring rather than the cache; the OS page
+    // cache holds the rest (PostgreSQL's default is 128MB)
+    shared_buffers: '32MB',
+    // FerretDB's statements are short: compiling them would cost more time and memory than it saves
+    jit: 'off',
+    // no replicas and no archive: minimal WAL writes less, and no WAL sender or replication launcher runs
+    wal_level: 'minimal',
+    max_wal_senders: 0,
+    max_logical_replication_workers: 0,
+    // fsync and synchronous_commit stay on (their defaults): a batch is acknowledged to the queue only
+    // once stored, so a commit lost in a crash would be telemetry lost
+  };
+  return Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`]);
+}
+
+/**
+ * Our own PostgreSQL cluster in DATA_DIR/postgres: made with initdb the first time, started in the
+ * background when it does not answer on its recorded port, and left running like the other servers.
+ */
+async function ownPostgres(dataDir: string, binaries: PostgresBinaries): Promise<{ check: PostgresCheck; ferretdbPort: number; where: string }> {
+  const dir = join(dataDir, 'postgres');
+  const logFile = join(dataDir, 'logs', 'postgres.log');
+  const record = join(dataDir, 'postgres-ports.json');
+  const runAs = clusterOwner();
+  let ports = existsSync(record) ? (JSON.parse(readFileSync(record, 'utf8')) as OwnPorts) : undefined;
+  if (!ports) {
+    ports = { postgres: await firstFreePort(OWN_POSTGRES_FIRST_PORT), ferretdb: await firstFreePort(FERRETDB_PORTS.ownPostgresql) };
+    writeFileSync(record, `${JSON.stringify(ports)}\n`);
+  }
+  const adminUrl = `postgres://${OWN_POSTGRES_ROLE}@127.0.0.1:${ports.postgres}/postgres`;
+  const where = `our own PostgreSQL in ${dir} on 127.0.0.1:${ports.postgres}`;
+  if (await postgresAnswers(adminUrl)) {
+    say(`reusing ${where}`);
+  } else {
+    if (!existsSync(join(dir, 'PG_VERSION'))) {
+      mkdirSync(dir, { recursive: true, mode: 0o700 });
+      if (runAs) chownSync(dir, runAs.uid, runAs.gid);
+      say(`creating ${where} with ${binaries.initdb}${runAs ? ` as the ${runAs.name} user` : ''} (log in ${logFile})`);
+      const out = openSync(logFile, 'a');
+      try {
+        // C locale and UTF-8: what FerretDB requires; trust auth for the role we own (listening on loopback only)
+        const args = ['-D', dir, '-U', OWN_POSTGRES_ROLE, '--auth=trust', '--encoding=UTF8', '--no-locale'];
+        execFileSync(binaries.initdb, args, { cwd: dir, stdio: ['ignore', out, out], ...(runAs && { uid: runAs.uid, gid: runAs.gid }) });
+      } catch {
+        rmSync(dir, { recursive: true, force: true });
+        const reach = runAs ? ` (it runs as ${runAs.name}, who must be able to enter every directory above ${dir})` : '';
+        throw new LocalServiceError(`initdb failed${reach}; see ${logFile}`);
+      }
+    }
+    say(`starting ${where} (${binaries.postgres}, log in ${logFile})`);
+    const child = startDetached(binaries.postgres, ['-D', dir, ...ownPostgresSettings(ports.postgres)], logFile, runAs);
+    await waitFor(() => postgresAnswers(adminUrl), 'PostgreSQL', logFile, child);
+  }
+  return { check: await preparePostgres(adminUrl), ferretdbPort: ports.ferretdb, where };
+}
+
+interface Store {
+  url: string;
+  ferretdbPostgresUrl?: string;
+  /** Which store it is, for the start-up log. */
+  what: string;
+}
+
+async function ferretdbOnOwnPostgres(dataDir: string, binaries: PostgresBinaries): Promise<Store> {
+  const own = await ownPostgres(dataDir, binaries);
+  if (!own.check.ok) throw new LocalServiceError(own.check.reason);
+  const url = await startFerretDB(dataDir, 'postgresql', own.ferretdbPort, own.check);
+  return { url, ferretdbPostgresUrl: own.check.url, what: `FerretDB on ${own.where}` };
+}
+
+/**
+ * The local store, in order of preference (LOCAL_STORE=auto): FerretDB on PostgreSQL, the one at
+ * LOCAL_POSTGRES_URL when it answers, else a cluster of our own when the server binaries are installed;
+ * else a MongoDB already on 27017 or a `mongod` on PATH; else our own PostgreSQL cluster after
+ * installing PostgreSQL (as root on Debian); else FerretDB on SQLite, which needs nothing but itself.
+ * `postgresql` and `sqlite` insist on that backend; LOCAL_POSTGRES_URL=own skips the shared server.
+ */
+async function ensureStore(dataDir: string, choice: LocalStoreChoice, adminUrl: string): Promise<Store> {
+  if (choice === 'sqlite') return { url: await startFerretDB(dataDir, 'sqlite', FERRETDB_PORTS.sqlite), what: 'FerretDB on SQLite (LOCAL_STORE=sqlite)' };
+  const insist = (reason: string) => {
+    if (choice === 'postgresql') throw new LocalServiceError(`LOCAL_STORE=postgresql, but ${reason}`);
+    say(`${reason}; not using PostgreSQL`);
+  };
+  if (adminUrl !== 'own') {
+    const shared = await preparePostgres(adminUrl);
+    if (shared.ok) return { url: await startFerretDB(dataDir, 'postgresql', FERRETDB_PORTS.postgresql, shared), ferretdbPostgresUrl: shared.url, what: `FerretDB on PostgreSQL at ${new URL(adminUrl).host}` };
+    say(`${shared.reason}; trying a PostgreSQL of our own`);
+  }
+  const ownCluster = async (binaries: PostgresBinaries) => {
+    try {
+      return await ferretdbOnOwnPostgres(dataDir, binaries);
+    } catch (error) {
+      if (!(error instanceof LocalServiceError)) throw error;
+      insist(error.message);
+      return undefined;
+    }
+  };
+  const version = existsSync(join(dataDir, 'postgres', 'PG_VERSION')) ? readFileSync(join(dataDir, 'postgres', 'PG_VERSION'), 'utf8').trim() : undefined;
+  const binaries = postgresBinaries(version);
+  const installable = !binaries && canInstall();
+  if (binaries) {
+    const store = await ownCluster(binaries);
+    if (store) return store;
+  } else if (!installable) {
+    insist('PostgreSQL\'s server (initdb, postgres) is not installed');
+  }
+  if (choice === 'auto' && (await mongoAnswers(LOCAL_MONGO_PORT))) {
+    say(`reusing the MongoDB server already listening on 127.0.0.1:${LOCAL_MONGO_PORT}`);
+    return { url: `mongodb://127.0.0.1:${LOCAL_MONGO_PORT}`, what: `MongoDB on 127.0.0.1:${LOCAL_MONGO_PORT}` };
+  }
+  const mongod = choice === 'auto' ? which('mongod') : undefined;
+  if (mongod) return { url: await startMongod(dataDir, mongod), what: `MongoDB (${mongod})` };
+  if (installable) {
+    let installed: PostgresBinaries | undefined;
+    try {
+      installed = installPostgres();
+    } catch (error) {
+      insist(`PostgreSQL could not be installed (${(error as Error).message})`);
+    }
+    const store = installed && (await ownCluster(installed));
+    if (store) return store;
+  }
+  say(
+    'WARNING: falling back to FerretDB on SQLite, where every read scans its whole collection: fine for a quick look, ' +
+      'slow past tens of thousands of records (a batch of spans can take a minute). For the fast store, install ' +
+      "PostgreSQL's server (Debian: apt-get install postgresql; macOS: brew install postgresql) and Sluice runs its own, " +
+      'or set LOCAL_POSTGRES_URL to a PostgreSQL role that may create databases.',
+  );
+  return { url: await startFerretDB(dataDir, 'sqlite', FERRETDB_PORTS.sqlite), what: 'FerretDB on SQLite' };
 }
 
 /** Resolves the URLs to use: configured ones as given, missing ones from local servers (reused or started). */
@@ -310,6 +545,7 @@ export async function ensureLocalServices(
   const redisUrl = config.REDIS_URL ?? (await ensureRedis(dataDir));
   if (config.MONGO_URL) return { mongoUrl: config.MONGO_URL, redisUrl, ...(config.FERRETDB_POSTGRES_URL && { ferretdbPostgresUrl: config.FERRETDB_POSTGRES_URL }) };
   const store = await ensureStore(dataDir, config.LOCAL_STORE, config.LOCAL_POSTGRES_URL);
+  say(`the store: ${store.what}, at ${store.url}`);
   return { mongoUrl: `${store.url}/${LOCAL_DATABASE}`, redisUrl, ...(store.ferretdbPostgresUrl && { ferretdbPostgresUrl: store.ferretdbPostgresUrl }) };
 }
 

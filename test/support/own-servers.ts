@@ -145,8 +145,10 @@ export async function startOwnStore(): Promise<OwnStore> {
   const binary = ferretdbBinary(resolve(config.DATA_DIR));
   const dir = mkdtempSync(join(tmpdir(), 'sluice-chaos-ferretdb-'));
   const port = await freePort();
-  // LOCAL_STORE=sqlite insists on the SQLite backend, as it does for the local store
-  const postgres = config.LOCAL_STORE === 'sqlite' ? undefined : await createPostgresDatabase(config.LOCAL_POSTGRES_URL);
+  // the PostgreSQL the local store is on (LOCAL_POSTGRES_URL's or a cluster of its own; none with LOCAL_STORE=sqlite),
+  // whose role may create databases
+  const adminUrl = process.env.TEST_FERRETDB_POSTGRES_URL;
+  const postgres = adminUrl ? await createPostgresDatabase(adminUrl) : undefined;
   // a small pool: the PostgreSQL server's connections are shared with the FerretDB the other test files use
   const handler = postgres
     ? ['--handler=postgresql', `--postgresql-url=${postgres.url}?pool_max_conns=24`]
