@@ -2,18 +2,13 @@ import { randomBytes } from 'node:crypto';
 import { access, constants, mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { STATUS_CODES } from 'node:http';
 import { dirname, join, resolve } from 'node:path';
-import {
-  CreateBucketCommand,
-  DeleteObjectCommand,
-  DeleteObjectsCommand,
-  GetObjectCommand,
-  HeadBucketCommand,
-  ListObjectsV2Command,
-  PutObjectCommand,
-  S3Client,
-  S3ServiceException,
-} from '@aws-sdk/client-s3';
+import type { S3Client } from '@aws-sdk/client-s3';
 import type { Config } from '../config.js';
+
+type S3Sdk = typeof import('@aws-sdk/client-s3');
+let s3Sdk: Promise<S3Sdk> | undefined;
+/** The AWS SDK is loaded on first use: about 24 MiB and 0.3 s that a process on the `fs` default never needs. */
+const loadS3Sdk = () => (s3Sdk ??= import('@aws-sdk/client-s3'));
 
 /** Where replay segments and artifacts live; never MongoDB. Keys are `/`-separated relative paths. */
 export interface BlobStore {
@@ -91,7 +86,7 @@ export interface S3Location {
 /** DeleteObjects takes at most this many keys per request. */
 const S3_DELETE_BATCH = 1000;
 
-function s3Client(location: S3Location): S3Client {
+function s3Client({ S3Client }: S3Sdk, location: S3Location): S3Client {
   return new S3Client({
     region: location.region,
     forcePathStyle: location.forcePathStyle,
@@ -109,7 +104,7 @@ function s3Client(location: S3Location): S3Client {
  * Says which request on which bucket failed. The SDK names a bodiless error (any HEAD request) just
  * "Unknown", so the HTTP status stands in for it; network errors keep their own message.
  */
-function s3Failure(what: string, location: S3Location, error: unknown): Error {
+function s3Failure({ S3ServiceException }: S3Sdk, what: string, location: S3Location, error: unknown): Error {
   const where = `bucket ${JSON.stringify(location.bucket)}${location.endpoint ? ` at ${location.endpoint}` : ''}`;
   if (!(error instanceof S3ServiceException)) return new Error(`s3 ${what} on ${where} failed: ${(error as Error).message}`, { cause: error });
   const status = error.$metadata.httpStatusCode;
@@ -117,52 +112,55 @@ function s3Failure(what: string, location: S3Location, error: unknown): Error {
   return new Error(`s3 ${what} on ${where} failed: ${name}${status ? ` (HTTP ${status})` : ''}`, { cause: error });
 }
 
-const isMissingKey = (error: unknown) =>
+const isMissingKey = ({ S3ServiceException }: S3Sdk, error: unknown) =>
   error instanceof S3ServiceException && (error.name === 'NoSuchKey' || (error.$metadata.httpStatusCode === 404 && error.name !== 'NoSuchBucket'));
 
 function s3BlobStore(location: S3Location): BlobStore {
-  const client = s3Client(location);
+  let connected: Promise<{ sdk: S3Sdk; client: S3Client }> | undefined;
+  const connect = () => (connected ??= loadS3Sdk().then((sdk) => ({ sdk, client: s3Client(sdk, location) })));
   const Bucket = location.bucket;
   const keyOf = (key: string) => keySegments(key).join('/');
-  const send = async <T>(what: string, request: () => Promise<T>): Promise<T> => {
+  const send = async <T>(what: string, request: (sdk: S3Sdk, client: S3Client) => Promise<T>): Promise<T> => {
+    const { sdk, client } = await connect();
     try {
-      return await request();
+      return await request(sdk, client);
     } catch (error) {
-      throw s3Failure(what, location, error);
+      throw s3Failure(sdk, what, location, error);
     }
   };
   return {
     async put(key, bytes) {
       const Key = keyOf(key);
-      await send('put', () => client.send(new PutObjectCommand({ Bucket, Key, Body: bytes, ContentLength: bytes.length })));
+      await send('put', (sdk, client) => client.send(new sdk.PutObjectCommand({ Bucket, Key, Body: bytes, ContentLength: bytes.length })));
     },
     async get(key) {
       const Key = keyOf(key);
+      const { sdk, client } = await connect();
       try {
-        const reply = await client.send(new GetObjectCommand({ Bucket, Key }));
+        const reply = await client.send(new sdk.GetObjectCommand({ Bucket, Key }));
         if (!reply.Body) return Buffer.alloc(0);
         const bytes = await reply.Body.transformToByteArray();
         return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
       } catch (error) {
-        if (isMissingKey(error)) return undefined;
-        throw s3Failure('get', location, error);
+        if (isMissingKey(sdk, error)) return undefined;
+        throw s3Failure(sdk, 'get', location, error);
       }
     },
     async delete(key) {
       const Key = keyOf(key);
       // S3 answers 204 for a missing key too.
-      await send('delete', () => client.send(new DeleteObjectCommand({ Bucket, Key })));
+      await send('delete', (sdk, client) => client.send(new sdk.DeleteObjectCommand({ Bucket, Key })));
     },
     async deletePrefix(prefix) {
       if (!prefix.endsWith('/')) throw new Error(`blob prefix ${JSON.stringify(prefix)} must end with "/"`);
       const Prefix = `${keyOf(prefix.slice(0, -1))}/`;
       let ContinuationToken: string | undefined;
       do {
-        const page = await send('list', () => client.send(new ListObjectsV2Command({ Bucket, Prefix, ContinuationToken, MaxKeys: S3_DELETE_BATCH })));
+        const page = await send('list', (sdk, client) => client.send(new sdk.ListObjectsV2Command({ Bucket, Prefix, ContinuationToken, MaxKeys: S3_DELETE_BATCH })));
         const keys = (page.Contents ?? []).flatMap((object) => (object.Key ? [{ Key: object.Key }] : []));
         for (let start = 0; start < keys.length; start += S3_DELETE_BATCH) {
           const Objects = keys.slice(start, start + S3_DELETE_BATCH);
-          const reply = await send('delete', () => client.send(new DeleteObjectsCommand({ Bucket, Delete: { Objects, Quiet: true } })));
+          const reply = await send('delete', (sdk, client) => client.send(new sdk.DeleteObjectsCommand({ Bucket, Delete: { Objects, Quiet: true } })));
           const failed = reply.Errors ?? [];
           if (failed.length) throw new Error(`s3 delete under ${JSON.stringify(Prefix)} failed for ${failed.length} keys, e.g. ${failed[0]!.Key}: ${failed[0]!.Code}`);
         }
@@ -170,21 +168,23 @@ function s3BlobStore(location: S3Location): BlobStore {
       } while (ContinuationToken);
     },
     async ping() {
-      await send('ping', () => client.send(new HeadBucketCommand({ Bucket })));
+      await send('ping', (sdk, client) => client.send(new sdk.HeadBucketCommand({ Bucket })));
     },
   };
 }
 
 /** Creates the bucket unless it exists already; for a store the service runs itself (tests, the local S3 server). */
 export async function ensureS3Bucket(location: S3Location): Promise<void> {
-  const client = s3Client(location);
+  const sdk = await loadS3Sdk();
+  const { S3ServiceException } = sdk;
+  const client = s3Client(sdk, location);
   try {
-    await client.send(new HeadBucketCommand({ Bucket: location.bucket }));
+    await client.send(new sdk.HeadBucketCommand({ Bucket: location.bucket }));
   } catch (error) {
-    if (!(error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404)) throw s3Failure('head', location, error);
-    await client.send(new CreateBucketCommand({ Bucket: location.bucket })).catch((created: unknown) => {
+    if (!(error instanceof S3ServiceException && error.$metadata.httpStatusCode === 404)) throw s3Failure(sdk, 'head', location, error);
+    await client.send(new sdk.CreateBucketCommand({ Bucket: location.bucket })).catch((created: unknown) => {
       // another process created it in the meantime
-      if (!(created instanceof S3ServiceException && ['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes(created.name))) throw s3Failure('create', location, created);
+      if (!(created instanceof S3ServiceException && ['BucketAlreadyOwnedByYou', 'BucketAlreadyExists'].includes(created.name))) throw s3Failure(sdk, 'create', location, created);
     });
   } finally {
     client.destroy();
