@@ -440,6 +440,8 @@ async function ownPostgres(dataDir: string, binaries: PostgresBinaries): Promise
     say(`reusing ${where}`);
   } else {
     if (!existsSync(join(dir, 'PG_VERSION'))) {
+      // only a directory made here is removed again when initdb fails
+      const made = !existsSync(dir);
       mkdirSync(dir, { recursive: true, mode: 0o700 });
       if (runAs) chownSync(dir, runAs.uid, runAs.gid);
       say(`creating ${where} with ${binaries.initdb}${runAs ? ` as the ${runAs.name} user` : ''} (log in ${logFile})`);
@@ -449,7 +451,7 @@ async function ownPostgres(dataDir: string, binaries: PostgresBinaries): Promise
         const args = ['-D', dir, '-U', OWN_POSTGRES_ROLE, '--auth=trust', '--encoding=UTF8', '--no-locale'];
         execFileSync(binaries.initdb, args, { cwd: dir, stdio: ['ignore', out, out], ...(runAs && { uid: runAs.uid, gid: runAs.gid }) });
       } catch {
-        rmSync(dir, { recursive: true, force: true });
+        if (made) rmSync(dir, { recursive: true, force: true });
         const reach = runAs ? ` (it runs as ${runAs.name}, who must be able to enter every directory above ${dir})` : '';
         throw new LocalServiceError(`initdb failed${reach}; see ${logFile}`);
       }
