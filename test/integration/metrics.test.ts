@@ -139,12 +139,24 @@ describe('GET /v1/metrics/series', () => {
 
 describe('GET /v1/metrics/series over rollups', () => {
   test('a step that starts inside a minute counts that minute’s points on each side of its start', async () => {
-    // minutes 0 and 2 lie whole in the steps from 0 s and from 90 s; minute 1 is cut at 90 s, where its point falls after the cut
+    const cut = await projectWithDsn(owner, h.ingest.baseUrl);
+    const gauge = (seconds: number, value: number): MetricPointRecord => ({ name: 'cut.depth', type: 'gauge', timeMs: t0 + seconds * 1000, value, attributes: {}, service: 'api', source: 'otlp' });
+    await ingestMetricPoints([gauge(10, 1), gauge(50, 2), gauge(70, 4), gauge(130, 8), gauge(610, 16), gauge(650, 32)].map((record) => ({ orgId: owner.organization.id, projectId: cut.id, record })));
+    // steps of 10 minutes from 30 s into the hour: the window's start cuts minute 0, the second step's start minute 10
+    const reply = await owner.client.get(`/v1/metrics/series?project=${cut.id}&from=${t0 + 30_000}&to=${t0 + 3_600_000}&name=cut.depth&step=600&aggregation=sum`);
+    expect(reply.body.points.map((point: { t: string; value: number }) => [new Date(point.t).getTime() - t0, point.value])).toEqual([
+      [30_000, 30],
+      [630_000, 32],
+    ]);
+  });
+
+  test('an hour whose minutes many steps cut is read from its points, with the same answer', async () => {
+    // minute 1 is cut at 90 s, where its point falls after the cut
     expect(await values('name=http.requests&step=90')).toEqual([
       [0, 11],
       [90_000, 37],
     ]);
-    // a window that starts 15 s into a minute: every minute is cut
+    // a window that starts 15 s into a minute, with steps of a minute: every minute is cut
     const reply = await owner.client.get(`/v1/metrics/series?project=${project.id}&from=${t0 + 15_000}&to=${t0 + 3_600_000}&name=queue.depth&step=60`);
     expect(reply.body.points.map((point: { t: string; value: number }) => [new Date(point.t).getTime() - t0, point.value])).toEqual([
       [15_000, 3],
@@ -167,7 +179,7 @@ describe('GET /v1/metrics/series over rollups', () => {
     const count = await owner.client.get(`/v1/metrics/series?project=${other.id}&from=${t0}&to=${t0 + 3_600_000}&name=jobs.done&step=3600&aggregation=count`);
     expect(count.body.points).toEqual([{ t: new Date(t0).toISOString(), value: 3 }]);
     const rollups = await MetricRollup.find({ projectId: new Types.ObjectId(other.id) }).sort({ at: 1 }).lean();
-    expect(rollups.map((rollup) => [rollup.at.getTime() - t0, rollup.points, rollup.valueSum])).toEqual([
+    expect(rollups.map((rollup) => [(rollup.at as Date).getTime() - t0, rollup.points, rollup.valueSum])).toEqual([
       [0, 2, 10],
       [60_000, 1, 1],
     ]);

@@ -8,7 +8,7 @@ import type { MetricPoint as MetricPointRecord, Stamped } from '../../telemetry/
 import { lastUnmarkedHour, markHours } from '../../telemetry/rolled-up-hours.js';
 import { RollupBatch } from '../../telemetry/rollups.js';
 import { attributePairs, contentId, hasAttributes, inParallel, insertNew, inTurns, updateEach, upsertAll, type AttributePair } from '../../telemetry/storage.js';
-import { epochMinuteOf, hourOf, MINUTE_MS, minuteOf } from '../../telemetry/time-buckets.js';
+import { epochMinuteOf, HOUR_MS, hourOf, MINUTE_MS, minuteOf } from '../../telemetry/time-buckets.js';
 import { hoursDown, readHours, readOnce, scopeFilter, stepMsOf, stepStartOf, type ViewScope } from '../../views.js';
 import { MetricName, MetricPoint, MetricRollup, MetricSeries } from './model.js';
 import type { metricAggregations, metricNameJson, metricNamesQuery, metricSeriesJson, metricSeriesQuery } from './schemas.js';
@@ -378,6 +378,25 @@ function totalsOfRollup(rollup: StoredRollup): MinuteTotals {
 /** Minutes of points read at once. */
 const PARALLEL_MINUTES = 4;
 
+/**
+ * An hour whose minutes the steps' starts and the window's edges cut more often than this is read from
+ * its points in one lookup, as one lookup per cut minute would cost more (a window that starts inside a
+ * minute with steps of a few minutes cuts most of them).
+ */
+const MAX_CUT_MINUTES = 6;
+
+/** How many of the hour's minutes a step's start or the window's edge falls inside of, counted up to MAX_CUT_MINUTES + 1. */
+function cutMinutesOf(hour: number, from: number, to: number, stepMs: number): number {
+  const [start, end] = [hour * HOUR_MS, (hour + 1) * HOUR_MS];
+  const inside = (ms: number) => ms >= start && ms < end && ms % MINUTE_MS !== 0;
+  let cuts = Number(inside(from)) + Number(inside(to));
+  if ((from % MINUTE_MS === 0 && stepMs % MINUTE_MS === 0) || cuts > MAX_CUT_MINUTES) return cuts;
+  for (let boundary = from + Math.max(1, Math.ceil((start - from) / stepMs)) * stepMs; boundary < Math.min(end, to); boundary += stepMs) {
+    if (inside(boundary) && ++cuts > MAX_CUT_MINUTES) break;
+  }
+  return cuts;
+}
+
 /** The points of the given minutes (epoch ms of their starts) that match `filter`. */
 async function pointsOfMinutes(filter: Record<string, unknown>, minutes: number[]): Promise<StoredPoint[]> {
   const found: StoredPoint[] = [];
@@ -395,9 +414,9 @@ async function pointsOfMinutes(filter: Record<string, unknown>, minutes: number[
  * Points of a named metric, every series matching the filters combined, one per step. Read from the
  * per-minute rollups an hour at a time (by equality on the name and the hour), so its cost follows the
  * window's minutes and series, not its points. A minute that a step's start or the window's edge cuts is
- * read from its points, as is every hour up to the one in which the organisation's rollups began (its
- * points were stored before). Cumulative counters were stored as deltas, so `sum` is the increase over a
- * step and `rate` that increase per second.
+ * read from its points; so is an hour that many such minutes fall in, and every hour up to the one in
+ * which the organisation's rollups began (its points were stored before). Cumulative counters were
+ * stored as deltas, so `sum` is the increase over a step and `rate` that increase per second.
  */
 export async function metricSeries(scope: ViewScope, query: z.output<typeof metricSeriesQuery>): Promise<z.infer<typeof metricSeriesJson>> {
   const stepMs = stepMsOf(scope, query.step);
@@ -419,10 +438,11 @@ export async function metricSeries(scope: ViewScope, query: z.output<typeof metr
   };
 
   const lastUnrolled = await lastUnmarkedHour(MetricRollup.collection, scope.orgId);
+  const fromPoints = (hour: number) => hour <= lastUnrolled || cutMinutesOf(hour, from, to, stepMs) > MAX_CUT_MINUTES;
   const hours = hoursDown(scope.from, scope.to);
   const [points, rollups] = await Promise.all([
-    readHours<StoredPoint>(MetricPoint.collection, hours.filter((hour) => hour <= lastUnrolled), scope.from, scope.to, filter, (point) => point.time),
-    readHours<StoredRollup>(MetricRollup.collection, hours.filter((hour) => hour > lastUnrolled), new Date(minuteOf(from)), scope.to, filter, (rollup) => rollup.at, ROLLUP_FIELDS),
+    readHours<StoredPoint>(MetricPoint.collection, hours.filter(fromPoints), scope.from, scope.to, filter, (point) => point.time),
+    readHours<StoredRollup>(MetricRollup.collection, hours.filter((hour) => !fromPoints(hour)), new Date(minuteOf(from)), scope.to, filter, (rollup) => rollup.at, ROLLUP_FIELDS),
   ]);
   const cutMinutes = new Set<number>();
   for (const rollup of rollups) {
