@@ -3,7 +3,7 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import { TELEMETRY_JOB, type TelemetryRecords } from '../shared/queues.js';
+import { TELEMETRY_JOB, TELEMETRY_JOB_VERSION, type TelemetryJob, type TelemetryRecords } from '../shared/queues.js';
 import { categoryOfKind } from '../shared/features/usage/plan.js';
 import type { OutcomeRecord, RecordKind, Stamped } from '../shared/telemetry/records.js';
 import { SpoolFullError, type DiskSpool } from './spool.js';
@@ -128,7 +128,7 @@ export class TelemetryBatcher {
     this.group = undefined;
     this.writesInFlight += 1;
     try {
-      await this.keep(`b${randomBytes(12).toString('hex')}`, { records: group.records });
+      await this.keep(`b${randomBytes(12).toString('hex')}`, { v: TELEMETRY_JOB_VERSION, records: group.records });
       for (const waiter of group.waiters) waiter.resolve();
     } catch (error) {
       for (const waiter of group.waiters) waiter.reject(error);
@@ -139,7 +139,7 @@ export class TelemetryBatcher {
   }
 
   /** Into Redis, else onto the disk spool, else a 503 for every request in the batch. */
-  private async keep(id: string, data: { records: TelemetryRecords }): Promise<void> {
+  private async keep(id: string, data: TelemetryJob): Promise<void> {
     let queueError: unknown;
     try {
       await this.add(id, data);
@@ -163,7 +163,7 @@ export class TelemetryBatcher {
     }
   }
 
-  private async add(id: string, data: { records: TelemetryRecords }): Promise<void> {
+  private async add(id: string, data: TelemetryJob): Promise<void> {
     if (this.redis.status !== 'ready') throw new Error(`Redis connection ${this.redis.status}`);
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -184,13 +184,13 @@ export class TelemetryBatcher {
     this.replaying ??= this.spool
       .drain(
         {
-          deliver: (id, data) => this.add(id, data as { records: TelemetryRecords }),
+          deliver: (id, data) => this.add(id, data as TelemetryJob),
           expire: async (id, data, ageMs) => {
             const records = (data as { records?: TelemetryRecords }).records ?? {};
             const counts = Object.fromEntries(Object.entries(records).map(([kind, list]) => [kind, list?.length ?? 0]));
             this.logger.error({ id, ageMs, counts }, 'discarding a spooled batch older than INGEST_SPOOL_MAX_AGE_HOURS');
             const outcomes = expiredOutcomes(records);
-            if (outcomes.length > 0) await this.add(`${id}-expired`, { records: { outcomes } });
+            if (outcomes.length > 0) await this.add(`${id}-expired`, { v: TELEMETRY_JOB_VERSION, records: { outcomes } });
           },
           corrupt: (name, error) => this.logger.error({ err: error, name, dir: this.spool.dir }, 'a spooled batch no longer parses; moved aside as .corrupt'),
         },

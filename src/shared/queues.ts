@@ -9,6 +9,12 @@ export interface TelemetryBatch<K extends RecordKind> {
 /** What one telemetry job carries: the records of every request in the batch, by kind. */
 export type TelemetryRecords = Partial<Record<RecordKind, Stamped<unknown>[]>>;
 
+/** A telemetry job as this release writes it. */
+export interface TelemetryJob {
+  v: typeof TELEMETRY_JOB_VERSION;
+  records: TelemetryRecords;
+}
+
 /** The one telemetry job name: ingest puts a request's records of every kind into one job. */
 export const TELEMETRY_JOB = 'records';
 

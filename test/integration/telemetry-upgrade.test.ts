@@ -2,7 +2,7 @@ import { Queue } from 'bullmq';
 import { randomBytes } from 'node:crypto';
 import { closeRedis, createRedis } from '../../src/shared/clients/redis.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { TELEMETRY_JOB } from '../../src/shared/queues.js';
+import { TELEMETRY_JOB, TELEMETRY_JOB_VERSION } from '../../src/shared/queues.js';
 import { startWorkers } from '../../src/workers/main.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, otlpLogs, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
@@ -56,6 +56,8 @@ test('jobs in every earlier format are stored once this release’s workers star
   await sendEvent('UnversionedError');
   await sendEvent('FutureError');
   const jobs = await queued(4);
+  // what this release writes carries its format
+  expect(jobs.map((job) => [job.name, job.data.v])).toEqual(jobs.map(() => [TELEMETRY_JOB, TELEMETRY_JOB_VERSION]));
   const byContent = (test: (records: Record<string, { record: Record<string, unknown> }[]>) => boolean) => jobs.find((job) => test(job.data.records))!;
   const hasType = (type: string) => (records: Record<string, { record: Record<string, unknown> }[]>) => JSON.stringify(records.errors ?? []).includes(type);
   const first = byContent(hasType('FirstFormatError'));
