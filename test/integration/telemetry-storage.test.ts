@@ -200,6 +200,16 @@ describe('spans and trace summaries', () => {
     await ingestSpans([project.stamp(root)]);
     expect(await Trace.findOne({ projectId: project.objectId }).lean()).toMatchObject({ spanCount: 2, rootName: 'POST /checkout' });
   });
+
+  test('batches bringing the first spans of one trace at once make one summary that counts them all', async () => {
+    const project = await projectOf();
+    const root = span({ name: 'GET /race' });
+    const batches = [[root], ...[1, 2, 3, 4, 5].map((n) => [span({ traceId: root.traceId, parentSpanId: root.spanId, name: `step ${n}`, status: n === 3 ? 'error' : 'ok', startMs: NOW + n, endMs: NOW + 1000 * n })])];
+    await Promise.all(batches.map((batch) => ingestSpans(batch.map(project.stamp))));
+    const summaries = await Trace.find({ projectId: project.objectId }).lean();
+    expect(summaries).toHaveLength(1);
+    expect(summaries[0]).toMatchObject({ spanCount: 6, errorCount: 1, endAt: new Date(NOW + 5000), rootName: 'GET /race' });
+  });
 });
 
 describe('logs', () => {

@@ -171,15 +171,57 @@ async function pairInTrace(delta: TraceDelta): Promise<Observation[]> {
  * The page each span goes on: after the spans its trace holds now (its summary's count), in the
  * batch's order. Two batches of one trace at once may put their spans on the same page, so a page can
  * hold somewhat more than SPAN_PAGE_SIZE (a few batches' worth, never without bound); each span is
- * still on exactly one page.
+ * still on exactly one page. Answers the keys of the traces that had no summary yet.
  */
-async function planSpanPages(docs: StoredSpan[]): Promise<void> {
+async function planSpanPages(docs: StoredSpan[]): Promise<Set<string>> {
+  const unseen = new Set<string>();
   await inParallel(byTrace(docs), PARALLEL_WRITES, async (ofTrace) => {
     const first = ofTrace[0]!;
-    const summary = await Trace.findById(traceKey(first.projectId, first.traceId), { spanCount: 1 }).lean<{ spanCount?: number }>();
+    const key = traceKey(first.projectId, first.traceId);
+    const summary = await Trace.findById(key, { spanCount: 1 }).lean<{ spanCount?: number }>();
+    if (!summary) unseen.add(key.toHexString());
     const before = summary?.spanCount ?? 0;
     ofTrace.forEach((span, index) => (span.page = Math.floor((before + index) / SPAN_PAGE_SIZE)));
   });
+  return unseen;
+}
+
+/** A trace's first summary, as summaryUpdate would create it from nothing. */
+function firstSummary(delta: TraceDelta) {
+  return {
+    _id: traceKey(delta.projectId, delta.traceId),
+    orgId: delta.orgId,
+    projectId: delta.projectId,
+    traceId: delta.traceId,
+    minute: epochMinuteOf(delta.startAt.getTime()),
+    tick: tickOf(delta.startAt.getTime()),
+    startAt: delta.startAt,
+    endAt: delta.endAt,
+    maxSpanMs: delta.maxSpanMs,
+    spanCount: delta.spanCount,
+    errorCount: delta.errorCount,
+    services: [...delta.services],
+    facets: [...delta.facets],
+    ...delta.root,
+  };
+}
+
+/**
+ * Writes the summaries of traces that call no other service: those that had none when the batch
+ * was planned are inserted together (an insert costs FerretDB a fraction of an update), and the
+ * rest, with any another batch created in the meantime, are updated one by one.
+ */
+async function writeSummaries(deltas: TraceDelta[], unseen: Set<string>): Promise<void> {
+  const isNew = (delta: TraceDelta) => unseen.has(traceKey(delta.projectId, delta.traceId).toHexString());
+  const created = new Set((await insertNew(Trace.collection, deltas.filter(isNew).map(firstSummary))).map((doc) => doc._id.toHexString()));
+  await upsertAll(
+    Trace.collection,
+    deltas
+      .filter((delta) => !created.has(traceKey(delta.projectId, delta.traceId).toHexString()))
+      // Addressed by a derived _id: FerretDB's SQLite backend answers _id lookups from its index
+      // but scans the collection for other filters, which made each batch slower as traces grew.
+      .map((delta) => ({ updateOne: { filter: { _id: traceKey(delta.projectId, delta.traceId) }, update: summaryUpdate(delta), upsert: true } })),
+  );
 }
 
 /**
@@ -198,17 +240,13 @@ export async function pageUnpagedSpans(): Promise<number> {
  */
 export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
   const docs = items.map(spanDoc);
-  await planSpanPages(docs);
+  const unseen = await planSpanPages(docs);
   const inserted = await insertNew(Span.collection, docs);
   const deltas = traceDeltas(inserted);
   const pairing = deltas.filter((delta) => delta.pairing.calls.length > 0 || delta.pairing.entries.length > 0);
-  await upsertAll(
-    Trace.collection,
-    deltas
-      .filter((delta) => !pairing.includes(delta))
-      // Addressed by a derived _id: FerretDB's SQLite backend answers _id lookups from its index
-      // but scans the collection for other filters, which made each batch slower as traces grew.
-      .map((delta) => ({ updateOne: { filter: { _id: traceKey(delta.projectId, delta.traceId) }, update: summaryUpdate(delta), upsert: true } })),
+  await writeSummaries(
+    deltas.filter((delta) => !pairing.includes(delta)),
+    unseen,
   );
   const observations = directObservations(inserted);
   await inParallel(pairing, PARALLEL_WRITES, async (delta) => {
