@@ -6,16 +6,24 @@
  * - closed loop: `concurrency` senders, each sending its next request when the last was answered;
  * - open loop: request i is due at start + i / rate, whether or not earlier ones were answered, and its
  *   latency counts from when it was due, so a slow server cannot hide its queueing.
+ *
+ * A run may interleave envelopes and span exports (`mix`), and may watch every so many envelopes: those go
+ * to one issue of their own, and the generator answers each one's event_id with the wall-clock time of
+ * its 200, for the bench to time until the event is readable through the API.
  */
 import { fork } from 'node:child_process';
 import { Agent, request } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { prepare, type Destination, type PayloadKind, type Prepared } from './payloads.js';
+import { prepare, sentryRequest, type Destination, type PayloadKind, type Prepared } from './payloads.js';
 
 export interface LoadRun {
   kind: PayloadKind;
   to: Destination;
+  /** Instead of `kind`: this many requests of each kind, interleaved evenly; `requests` is then their sum. */
+  mix?: Partial<Record<PayloadKind, number>>;
+  /** Envelopes only: every `every`-th request (the first included) is an event of the issue `issue`, and its answer is reported. */
+  watch?: { every: number; issue: string };
   /** Closed loop: this many requests, `concurrency` at a time. */
   requests?: number;
   concurrency?: number;
@@ -42,6 +50,27 @@ export interface LoadResult {
   endedAt: number;
   /** Open loop: how late the generator sent its most late request (ms); large means it could not keep up. */
   maxSendDelay: number;
+  /** Records in the accepted requests, by kind. */
+  acceptedByKind: Partial<Record<PayloadKind, number>>;
+  /**
+   * The watched events that were accepted: event_id and the epoch ms (Date.now()) of their 200. Wall-clock
+   * time because the bench compares it with times taken in its own process: performance.now() counts from
+   * each process's own start, so it cannot be compared across processes; Date.now() is the one system clock.
+   */
+  watched: { eventId: string; answeredAt: number }[];
+}
+
+/** The kind of each request of a `mix`, spread evenly: each request is of the kind furthest behind its share. */
+function interleave(mix: Partial<Record<PayloadKind, number>>): PayloadKind[] {
+  const kinds = (Object.keys(mix) as PayloadKind[]).filter((kind) => mix[kind]! > 0);
+  const total = kinds.reduce((sum, kind) => sum + mix[kind]!, 0);
+  const sent: Partial<Record<PayloadKind, number>> = {};
+  const behind = (kind: PayloadKind, i: number) => ((i + 1) * mix[kind]!) / total - (sent[kind] ?? 0);
+  return Array.from({ length: total }, (_, i) => {
+    const kind = kinds.reduce((a, b) => (behind(b, i) > behind(a, i) ? b : a));
+    sent[kind] = (sent[kind] ?? 0) + 1;
+    return kind;
+  });
 }
 
 function post(agent: Agent, prepared: Prepared): Promise<number> {
@@ -58,17 +87,26 @@ function post(agent: Agent, prepared: Prepared): Promise<number> {
 
 async function run(spec: LoadRun): Promise<LoadResult> {
   const open = spec.rate !== undefined;
-  const total = open ? Math.max(1, Math.round(spec.rate! * spec.seconds!)) : spec.requests!;
-  const bodies = Array.from({ length: total }, (_, n) => prepare(spec.kind, spec.to, n));
+  const kinds = spec.mix ? interleave(spec.mix) : undefined;
+  const total = kinds?.length ?? (open ? Math.max(1, Math.round(spec.rate! * spec.seconds!)) : spec.requests!);
+  const kindOf = (n: number) => kinds?.[n] ?? spec.kind;
+  const watched = (n: number) => spec.watch !== undefined && kindOf(n) === 'sentry' && n % spec.watch.every === 0;
+  const bodies = Array.from({ length: total }, (_, n) => (watched(n) ? sentryRequest(spec.to, n, spec.watch!.issue) : prepare(kindOf(n), spec.to, n)));
   const agent = new Agent({ keepAlive: true, maxSockets: open ? Infinity : spec.concurrency! });
   const latencies: number[] = [];
   const statuses: Record<string, number> = {};
   let acceptedRecords = 0;
+  const acceptedByKind: Partial<Record<PayloadKind, number>> = {};
+  const watchedAnswers: LoadResult['watched'] = [];
   let maxSendDelay = 0;
-  const record = (prepared: Prepared, status: number, took: number) => {
+  const record = (n: number, status: number, took: number) => {
+    const prepared = bodies[n]!;
     latencies.push(took);
     statuses[status] = (statuses[status] ?? 0) + 1;
-    if (status === 200) acceptedRecords += prepared.records;
+    if (status !== 200) return;
+    acceptedRecords += prepared.records;
+    acceptedByKind[kindOf(n)] = (acceptedByKind[kindOf(n)] ?? 0) + prepared.records;
+    if (watched(n)) watchedAnswers.push({ eventId: prepared.eventId!, answeredAt: Date.now() });
   };
   const startedAt = Date.now();
   const started = performance.now();
@@ -81,8 +119,8 @@ async function run(spec: LoadRun): Promise<LoadResult> {
       for (; i < total && started + i * interval <= now; i++) {
         const due = started + i * interval;
         maxSendDelay = Math.max(maxSendDelay, now - due);
-        const prepared = bodies[i]!;
-        inFlight.push(post(agent, prepared).then((status) => record(prepared, status, performance.now() - due)));
+        const n = i;
+        inFlight.push(post(agent, bodies[n]!).then((status) => record(n, status, performance.now() - due)));
       }
       if (i < total) await new Promise((resolve) => setTimeout(resolve, Math.max(0, started + i * interval - performance.now())));
     }
@@ -92,9 +130,9 @@ async function run(spec: LoadRun): Promise<LoadResult> {
     await Promise.all(
       Array.from({ length: spec.concurrency! }, async () => {
         while (next < total) {
-          const prepared = bodies[next++]!;
+          const n = next++;
           const sent = performance.now();
-          record(prepared, await post(agent, prepared), performance.now() - sent);
+          record(n, await post(agent, bodies[n]!), performance.now() - sent);
         }
       }),
     );
@@ -103,7 +141,7 @@ async function run(spec: LoadRun): Promise<LoadResult> {
   agent.destroy();
   latencies.sort((a, b) => a - b);
   const at = (p: number) => latencies[Math.min(latencies.length - 1, Math.floor((p / 100) * latencies.length))]!;
-  return { sent: total, accepted: statuses[200] ?? 0, acceptedRecords, statuses, seconds, perSecond: total / seconds, p50: at(50), p99: at(99), max: latencies.at(-1)!, startedAt, endedAt: Date.now(), maxSendDelay };
+  return { sent: total, accepted: statuses[200] ?? 0, acceptedRecords, statuses, seconds, perSecond: total / seconds, p50: at(50), p99: at(99), max: latencies.at(-1)!, startedAt, endedAt: Date.now(), maxSendDelay, acceptedByKind, watched: watchedAnswers };
 }
 
 export interface LoadGenerator {

@@ -32,13 +32,24 @@ export function cpuMsOf(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
-/** Every process on the machine: pid and command line. */
-function processes(): { pid: number; args: string }[] {
-  return execFileSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+/** Every process on the machine: pid, parent pid and command line. */
+function processes(): { pid: number; ppid: number; args: string }[] {
+  return execFileSync('ps', ['-eo', 'pid=,ppid=,args='], { encoding: 'utf8' })
     .split('\n')
-    .map((line) => /^\s*(\d+)\s+(.*)$/.exec(line))
+    .map((line) => /^\s*(\d+)\s+(\d+)\s+(.*)$/.exec(line))
     .filter((match): match is RegExpExecArray => match !== null)
-    .map((match) => ({ pid: Number(match[1]), args: match[2]! }));
+    .map((match) => ({ pid: Number(match[1]), ppid: Number(match[2]), args: match[3]! }));
+}
+
+/** Memory of each of `named`, leaving out a process that ended between ps and /proc (a backend may). */
+function memoryOfEach(named: { pid: number; what: string }[]): ProcessMemory[] {
+  return named.flatMap(({ pid, what }) => {
+    try {
+      return [memoryOf(pid, what)];
+    } catch {
+      return [];
+    }
+  });
 }
 
 /** The FerretDB process listening on `port`. */
@@ -47,6 +58,9 @@ export function ferretdbProcess(port: number): ProcessMemory | undefined {
   return found && memoryOf(found.pid, `FerretDB (:${port})`);
 }
 
+/** A PostgreSQL process that is not a backend, with or without a cluster name in its title. */
+const BACKGROUND = /^postgres: (?:[^:]+: )?(checkpointer|background writer|walwriter|autovacuum launcher|logical replication launcher|archiver|stats collector)/;
+
 /**
  * The PostgreSQL server FerretDB keeps `database` in: the postmaster, its background processes
  * (checkpointer, writers, launchers) and the backends connected to `database`, which are FerretDB's
@@ -54,20 +68,31 @@ export function ferretdbProcess(port: number): ProcessMemory | undefined {
  */
 export function postgresProcesses(database: string): ProcessMemory[] {
   const all = processes();
-  const postmaster = all.find((p) => /\/postgres(ql)?\b.* -D /.test(p.args) || /^postgres -D /.test(p.args));
-  const background = all.filter((p) => /^postgres: .*: (checkpointer|background writer|walwriter|autovacuum launcher|logical replication launcher|archiver|stats collector)/.test(p.args));
   const backends = all.filter((p) => new RegExp(`^postgres: [^:]+: \\S+ ${database} `).test(p.args));
+  // the backends' parent, not the first postmaster found: the machine may run other clusters
+  const postmaster = all.find((p) => p.pid === backends[0]?.ppid);
+  const background = all.filter((p) => p.ppid === postmaster?.pid && BACKGROUND.test(p.args));
   const named = [
     ...(postmaster ? [{ pid: postmaster.pid, what: 'PostgreSQL postmaster' }] : []),
-    ...background.map((p) => ({ pid: p.pid, what: `PostgreSQL ${p.args.replace(/^postgres: [^:]+: /, '').trim()}` })),
+    ...background.map((p) => ({ pid: p.pid, what: `PostgreSQL ${BACKGROUND.exec(p.args)![1]}` })),
     ...backends.map((p) => ({ pid: p.pid, what: `PostgreSQL backend of ${database}` })),
   ];
-  // a backend may end between ps and /proc
-  return named.flatMap(({ pid, what }) => {
-    try {
-      return [memoryOf(pid, what)];
-    } catch {
-      return [];
-    }
-  });
+  return memoryOfEach(named);
+}
+
+/**
+ * A PostgreSQL cluster of its own (the one in `dir`): its postmaster, every process the postmaster started,
+ * and the runuser that started it as the postgres user when the service runs as root.
+ */
+export function clusterProcesses(dir: string): ProcessMemory[] {
+  const all = processes();
+  const postmaster = all.find((p) => /^\S*postgres -D /.test(p.args) && p.args.includes(` -D ${dir} `));
+  if (!postmaster) return [];
+  const runuser = all.find((p) => p.pid === postmaster.ppid && p.args.startsWith('runuser '));
+  const children = all.filter((p) => p.ppid === postmaster.pid);
+  return memoryOfEach([
+    ...(runuser ? [{ pid: runuser.pid, what: 'runuser (starts PostgreSQL)' }] : []),
+    { pid: postmaster.pid, what: 'PostgreSQL postmaster' },
+    ...children.map((p) => ({ pid: p.pid, what: `PostgreSQL ${BACKGROUND.exec(p.args)?.[1] ?? 'backend'}` })),
+  ]);
 }

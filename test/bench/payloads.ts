@@ -25,13 +25,15 @@ export interface Prepared {
   body: Buffer;
   /** Records the body carries (error events or spans). */
   records: number;
+  /** Sentry only: the event's event_id. */
+  eventId?: string;
 }
 
 const FINGERPRINTS = 500;
 export const SPANS_PER_REQUEST = 20;
 
 /** Breadcrumbs, contexts and request data as a Node SDK attaches them, which bring an event to about 5 KB. */
-function eventBody(n: number) {
+function eventBody(n: number, issue?: string) {
   const kind = n % FINGERPRINTS;
   const now = Date.now();
   return errorEvent(
@@ -65,17 +67,19 @@ function eventBody(n: number) {
       sdk: { name: 'sentry.javascript.node', version: '11.12.0', integrations: ['Http', 'Express', 'Console', 'OnUncaughtException', 'OnUnhandledRejection', 'LinkedErrors', 'Context', 'Modules'] },
       server_name: `web-${n % 4}`,
     },
-    { type: `BenchError${kind}`, value: `failure ${kind} while handling order ${n}`, fn: `handler${kind}`, lineno: 10 + (kind % 300) },
+    issue ? { type: issue, value: `${issue} while handling order ${n}`, fn: 'watched', lineno: 1 } : { type: `BenchError${kind}`, value: `failure ${kind} while handling order ${n}`, fn: `handler${kind}`, lineno: 10 + (kind % 300) },
   );
 }
 
-export function sentryRequest(to: Destination, n: number): Prepared {
-  const event = eventBody(n);
+/** Envelope `n` of a run; with `issue`, an event of that exception type, which groups all of them into one issue of their own. */
+export function sentryRequest(to: Destination, n: number, issue?: string): Prepared {
+  const event = eventBody(n, issue);
   return {
     url: `${to.baseUrl}/api/${to.projectNumber}/envelope/?sentry_key=${to.publicKey}`,
     headers: { 'content-type': 'application/x-sentry-envelope', 'content-encoding': 'gzip' },
     body: gzipSync(envelope({ event_id: event.event_id, sent_at: new Date().toISOString() }, [{ type: 'event', payload: event }])),
     records: 1,
+    eventId: event.event_id,
   };
 }
 

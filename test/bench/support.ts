@@ -11,7 +11,7 @@ import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import mongoose from 'mongoose';
 import { connectMongo, ensureIndexes } from '../../src/shared/clients/mongo.js';
-import { loadConfig } from '../../src/shared/config.js';
+import { loadConfig, type Config } from '../../src/shared/config.js';
 import { ensureLocalServices, type LocalServices } from '../../src/shared/local-services.js';
 import { createLogger } from '../../src/shared/logger.js';
 import { createApiKey, signUp } from '../support/factories/accounts.js';
@@ -52,10 +52,16 @@ export interface Store extends LocalServices {
  * A fresh database on the local store (`backend` picks FerretDB's backend, as LOCAL_STORE does), with the
  * service's indexes made before any service process starts, so its processes do not race to make them.
  * The bench keeps a Mongoose connection to it for counting what the workers stored. With `keep`, the
- * database is not dropped first.
+ * database is not dropped first; `local` overrides the settings the local servers are found or started by
+ * (DATA_DIR, LOCAL_POSTGRES_URL).
  */
-export async function freshDatabase(database: string, backend: 'sqlite' | 'postgresql' | 'auto', gin: boolean, { keep = false } = {}): Promise<Store> {
-  const urls = await ensureLocalServices({ ...loadConfig(), MONGO_URL: undefined, LOCAL_STORE: backend });
+export async function freshDatabase(
+  database: string,
+  backend: 'sqlite' | 'postgresql' | 'auto',
+  gin: boolean,
+  { keep = false, local = {} }: { keep?: boolean; local?: Partial<Pick<Config, 'DATA_DIR' | 'LOCAL_POSTGRES_URL'>> } = {},
+): Promise<Store> {
+  const urls = await ensureLocalServices({ ...loadConfig(), MONGO_URL: undefined, LOCAL_STORE: backend, ...local });
   const databaseUrl = urls.mongoUrl.replace(/\/[^/]*$/, `/${database}`);
   await connectMongo(databaseUrl, createLogger('silent'));
   // `keep`: reuse what an earlier run stored there (test/bench/reads.ts times reads of one seeding many times)
@@ -88,7 +94,7 @@ export interface Service {
 
 /**
  * The built service (`node dist/main.js`) on `store`'s database with a Redis prefix of its own: one
- * process per role in `roles` (`['all']` is `npm start`; api, ingest and workers is production's split).
+ * process per role in `roles` (`['all']` is `npm start`, without ROLE; api, ingest and workers is production's split).
  * Ready once the API and ingest answer /readyz and a worker listens on the telemetry queue. `stop`
  * ends the processes and deletes every Redis key under the prefix.
  */
@@ -97,11 +103,13 @@ export async function startService(store: Store, roles: Role[], env: Record<stri
   const prefix = `slk_bench_${hex(4)}`;
   const processes = new Map<Role, ChildProcess>();
   for (const role of roles) {
+    const inherited = { ...process.env };
+    delete inherited.ROLE;
     const child = spawn(process.execPath, [...(nodeArgs[role] ?? []), 'dist/main.js'], {
       env: {
-        ...process.env,
+        ...inherited,
         NODE_OPTIONS: '',
-        ROLE: role,
+        ...(role !== 'all' && { ROLE: role }),
         MONGO_URL: store.databaseUrl,
         REDIS_URL: store.redisUrl,
         FERRETDB_POSTGRES_URL: store.ferretdbPostgresUrl ?? '',

@@ -1,0 +1,113 @@
+/**
+ * Freshness from the client's side: how long after its 200 an error event is listed by
+ * `GET /v1/issues/{id}/events`, the read behind an issue's page. The watched events all carry one exception
+ * type, so they group into one issue of their own and one poller reading that issue's newest events covers
+ * them all, at one API request per poll, instead of a read per issue the load touches.
+ */
+import { sentryRequest, type Destination } from './payloads.js';
+import { percentile, sleep } from './support.js';
+import type { Client } from '../support/http.js';
+
+/** How often the watcher reads the issue's events: the figures' resolution, at about 10 API reads a second. */
+const POLL_MS = 100;
+/** Events per page read; a poll reads further pages only while a page lists events it had not seen. */
+const PAGE = 100;
+const MAX_PAGES = 20;
+
+/**
+ * Polls one issue's events, newest first, and notes when each event_id is first listed, in Date.now()
+ * (the clock the load generator stamps its answers with; see LoadResult.watched).
+ */
+export class EventWatcher {
+  readonly listedAt = new Map<string, number>();
+  private stopped = false;
+  private loop?: Promise<void>;
+  private failure?: Error;
+
+  constructor(
+    private readonly api: Client,
+    readonly issueId: string,
+  ) {}
+
+  start(): void {
+    this.loop = (async () => {
+      while (!this.stopped) {
+        const started = Date.now();
+        try {
+          await this.poll();
+        } catch (error) {
+          this.failure = error as Error;
+          return;
+        }
+        await sleep(Math.max(0, POLL_MS - (Date.now() - started)));
+      }
+    })();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.loop;
+  }
+
+  private async poll(): Promise<void> {
+    let cursor: string | null = null;
+    for (let page = 0; page < MAX_PAGES; page++) {
+      const reply = await this.api.get(`/v1/issues/${this.issueId}/events?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      if (reply.status !== 200) throw new Error(`the events of issue ${this.issueId}: ${reply.status} ${reply.text.slice(0, 200)}`);
+      const now = Date.now();
+      let unseen = 0;
+      for (const { event_id: eventId } of reply.body.data as { event_id: string }[]) {
+        if (this.listedAt.has(eventId)) continue;
+        this.listedAt.set(eventId, now);
+        unseen++;
+      }
+      cursor = reply.body.next_cursor as string | null;
+      if (unseen === 0 || !cursor) return;
+    }
+  }
+
+  /** Waits until every one of `eventIds` has been listed, or `timeoutMs` has passed; false if not all were. */
+  async waitFor(eventIds: string[], timeoutMs: number): Promise<boolean> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      if (this.failure) throw this.failure;
+      if (eventIds.every((id) => this.listedAt.has(id))) return true;
+      if (Date.now() > deadline) return false;
+      await sleep(POLL_MS / 2);
+    }
+  }
+}
+
+/** Sends one event of `issue` and waits until the issue is listed: a watcher of it, not yet polling. */
+export async function watchIssue(api: Client, to: Destination, projectId: string, issue: string): Promise<EventWatcher> {
+  const first = sentryRequest(to, 0, issue);
+  const reply = await fetch(first.url, { method: 'POST', headers: first.headers, body: first.body });
+  await reply.arrayBuffer();
+  if (reply.status !== 200) throw new Error(`the first event of ${issue} was answered ${reply.status}`);
+  const deadline = Date.now() + 120_000;
+  for (;;) {
+    const issues = await api.get(`/v1/issues?project=${projectId}&q=${issue}&limit=1`);
+    const found = (issues.body?.data as { id: string }[] | undefined)?.[0];
+    if (found) return new EventWatcher(api, found.id);
+    if (Date.now() > deadline) throw new Error(`the issue ${issue} was not listed within 120 s`);
+    await sleep(POLL_MS);
+  }
+}
+
+export interface Freshness {
+  /** Watched events accepted, and how many of those were listed. */
+  watched: number;
+  listed: number;
+  /** ms from the 200 to the first poll that listed the event. */
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+export function freshnessOf(answers: { eventId: string; answeredAt: number }[], watcher: EventWatcher): Freshness {
+  const delays = answers.flatMap(({ eventId, answeredAt }) => {
+    const listedAt = watcher.listedAt.get(eventId);
+    return listedAt === undefined ? [] : [Math.max(0, listedAt - answeredAt)];
+  });
+  return { watched: answers.length, listed: delays.length, p50: percentile(delays, 50), p99: percentile(delays, 99), max: delays.length > 0 ? Math.max(...delays) : NaN };
+}
