@@ -10,8 +10,8 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-logs';
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { Queue } from 'bullmq';
-import { dropTestDatabase, type Harness, startHarness } from '../support/harness.js';
+import type { Queue } from 'bullmq';
+import { type Harness, useQueueHarness } from '../support/harness.js';
 import { signUp } from '../support/factories/accounts.js';
 import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { eventually } from '../support/wait.js';
@@ -19,17 +19,10 @@ import { eventually } from '../support/wait.js';
 let h: Harness;
 let project: ProjectWithDsn;
 let queue: Queue;
-beforeAll(async () => {
-  // No workers: the batches stay in Redis, where this test reads what ingest made of each export.
-  h = await startHarness();
+// No workers: the batches stay in Redis, where this test reads what ingest made of each export.
+useQueueHarness(async (started, telemetry) => {
+  [h, queue] = [started, telemetry];
   project = await projectWithDsn(await signUp(h), h.ingest.baseUrl);
-  queue = new Queue('telemetry', { connection: { url: h.config.REDIS_URL }, prefix: h.config.REDIS_PREFIX });
-});
-afterAll(async () => {
-  await queue.obliterate({ force: true });
-  await queue.close();
-  await h.close();
-  await dropTestDatabase();
 });
 
 const resource = (service: string) => resourceFromAttributes({ 'service.name': service, 'service.version': '3.1.0', 'deployment.environment.name': 'production' });

@@ -1,4 +1,4 @@
-import { Queue } from 'bullmq';
+import type { Queue } from 'bullmq';
 import { randomBytes } from 'node:crypto';
 import { closeRedis, createRedis } from '../../src/shared/clients/redis.js';
 import { createLogger } from '../../src/shared/logger.js';
@@ -6,7 +6,7 @@ import { TELEMETRY_JOB, TELEMETRY_JOB_VERSION } from '../../src/shared/queues.js
 import { startWorkers } from '../../src/workers/main.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, otlpLogs, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
-import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
+import { type Harness, useQueueHarness } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
 
 /**
@@ -18,17 +18,10 @@ let h: Harness;
 let owner: Account;
 let project: ProjectWithDsn;
 let queue: Queue;
-beforeAll(async () => {
-  h = await startHarness();
+useQueueHarness(async (started, telemetry) => {
+  [h, queue] = [started, telemetry];
   owner = await signUp(h);
   project = await projectWithDsn(owner, h.ingest.baseUrl);
-  queue = new Queue('telemetry', { connection: { url: h.config.REDIS_URL }, prefix: h.config.REDIS_PREFIX });
-});
-afterAll(async () => {
-  await queue.obliterate({ force: true });
-  await queue.close();
-  await h.close();
-  await dropTestDatabase();
 });
 
 async function sendEvent(type: string) {

@@ -1,3 +1,4 @@
+import { Queue } from 'bullmq';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import mongoose from 'mongoose';
@@ -108,6 +109,26 @@ export function useHarness(use: (harness: Harness) => void, env: Record<string, 
     use(harness);
   });
   afterAll(async () => {
+    await harness?.close();
+    await dropTestDatabase();
+  });
+}
+
+/**
+ * A test file's harness without workers, and the telemetry queue its ingest writes to, so the file
+ * can read or rewrite the jobs: `use` receives both once started; the queue is emptied and closed after.
+ */
+export function useQueueHarness(use: (harness: Harness, queue: Queue) => Promise<void>): void {
+  let harness: Harness | undefined;
+  let queue: Queue | undefined;
+  beforeAll(async () => {
+    harness = await startHarness();
+    queue = new Queue('telemetry', { connection: { url: harness.config.REDIS_URL }, prefix: harness.config.REDIS_PREFIX });
+    await use(harness, queue);
+  });
+  afterAll(async () => {
+    await queue?.obliterate({ force: true });
+    await queue?.close();
     await harness?.close();
     await dropTestDatabase();
   });
