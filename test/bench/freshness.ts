@@ -66,13 +66,12 @@ export class EventWatcher {
     }
   }
 
-  /** Waits until every one of `eventIds` has been listed, or `timeoutMs` has passed; false if not all were. */
-  async waitFor(eventIds: string[], timeoutMs: number): Promise<boolean> {
-    const deadline = Date.now() + timeoutMs;
+  /** Waits until every one of `eventIds` has been listed, or `givenUp` says to stop waiting; false if not all were. */
+  async waitFor(eventIds: string[], givenUp: () => boolean): Promise<boolean> {
     for (;;) {
       if (this.failure) throw this.failure;
       if (eventIds.every((id) => this.listedAt.has(id))) return true;
-      if (Date.now() > deadline) return false;
+      if (givenUp()) return false;
       await sleep(POLL_MS / 2);
     }
   }
