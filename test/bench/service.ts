@@ -46,8 +46,8 @@
  * (10000), BENCH_E2E_CONCURRENCY (32), BENCH_OPEN_SECONDS (30), BENCH_RATE (sustainable events/s when e2e
  * is not run), BENCH_BURST_SPANS (40000), BENCH_BURST_EVENTS (5000), BENCH_SINGLE_RATE (100),
  * BENCH_SINGLE_OWN_POSTGRES (unset), BENCH_SIZES (10000,100000,1000000), BENCH_READ_REPEATS (20), BENCH_FILL_CONCURRENCY (16),
- * BENCH_SETTLE_SECONDS (30), BENCH_CPU_PROFILE (a directory: the ingest and workers processes write V8 CPU
- * profiles into its ingest/ and workers/ folders when they stop). A quick run (a few minutes):
+ * BENCH_SETTLE_SECONDS (30), BENCH_CPU_PROFILE (a directory: the ingest, workers and single processes write V8 CPU
+ * profiles into its ingest/, workers/ and single/ folders when they stop). A quick run (a few minutes):
  *
  *   BENCH_REQUESTS=300 BENCH_E2E_RECORDS=2000 BENCH_OPEN_SECONDS=10 BENCH_BURST_SPANS=4000 \
  *   BENCH_BURST_EVENTS=500 BENCH_SIZES=5000,20000 BENCH_READ_REPEATS=5 BENCH_SETTLE_SECONDS=10 npm run bench
@@ -420,7 +420,7 @@ async function measureSingle(generator: LoadGenerator, results: Results) {
   let service: Service | undefined;
   try {
     // the dashboard on, as npm start serves it, so that the footprint counts it
-    service = await startService(store, ['all'], { WEB_PORT: String(await freePort()), ...(dataDir && { DATA_DIR: dataDir }) });
+    service = await startService(store, ['all'], { WEB_PORT: String(await freePort()), ...(dataDir && { DATA_DIR: dataDir }) }, CPU_PROFILE ? { all: ['--cpu-prof', `--cpu-prof-dir=${CPU_PROFILE}/single`] } : {});
     const { projectId: _, ...endToEnd } = await throughput(service, generator, 'sentry', 'single e2e', results);
     console.log(`single process e2e: ${endToEnd.stored} error events in ${endToEnd.seconds.toFixed(1)} s = ${endToEnd.perSecond.toFixed(0)}/s`);
     const steady = await openLoop(service, generator, SINGLE_RATE, OPEN_SECONDS, 'single process', results, { watch: true });
