@@ -107,46 +107,39 @@ interface Waiting {
   reject: (error: unknown) => void;
 }
 
-/** Flushes one worker process stores at once: while one waits on the store, the other's writes go ahead. */
-const PARALLEL_FLUSHES = 2;
-
 /**
- * Group commit on the worker side: the jobs a worker holds (up to its concurrency) wait while
- * flushes are being stored and go into the next one together. At a low rate a flush is one job and
- * is stored at once; under load flushes grow with the backlog, and the writes per event fall. A
- * flush that fails fails each of its jobs, and BullMQ retries them, each in a flush of its own.
+ * Group commit on the worker side: the jobs a worker holds (up to its concurrency) wait while a
+ * flush is being stored and go into the next one together, in the order they were taken, so a
+ * replay's or a trace's records are applied in the order they arrived. At a low rate a flush is
+ * one job and is stored at once; under load flushes grow with the backlog, and the writes per
+ * event fall. A flush that fails fails each of its jobs, and BullMQ retries them, each in a flush
+ * of its own.
  */
 class Flusher {
   private waiting: Waiting[] = [];
-  private flushing = 0;
+  private flushing = false;
 
   constructor(private readonly store: (jobs: JobParts[]) => Promise<void>) {}
 
   submit(parts: JobParts, alone: boolean): Promise<void> {
     return new Promise((resolve, reject) => {
       this.waiting.push({ parts, records: parts.reduce((sum, { batch }) => sum + batch.items.length, 0), alone, resolve, reject });
-      this.start();
+      if (!this.flushing) void this.drain();
     });
   }
 
-  private start(): void {
-    while (this.flushing < PARALLEL_FLUSHES && this.waiting.length > 0) {
+  private async drain(): Promise<void> {
+    this.flushing = true;
+    while (this.waiting.length > 0) {
       const flush = this.next();
-      this.flushing++;
-      void this.store(flush.map(({ parts }) => parts))
-        .then(
-          () => undefined,
-          (error: unknown) => ({ error }),
-        )
-        .then((failed) => {
-          for (const job of flush) {
-            if (failed) job.reject(failed.error);
-            else job.resolve();
-          }
-          this.flushing--;
-          this.start();
-        });
+      try {
+        await this.store(flush.map(({ parts }) => parts));
+        for (const job of flush) job.resolve();
+      } catch (error) {
+        for (const job of flush) job.reject(error);
+      }
     }
+    this.flushing = false;
   }
 
   /** The jobs of the next flush, oldest first, up to FLUSH_RECORDS (a job alone may hold more). */
