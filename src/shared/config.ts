@@ -111,7 +111,7 @@ const schema = z.object({
    * Telemetry jobs each worker process holds at once: while one flush is being stored the others wait and
    * go into the next flush together (jobs are idempotent, so order does not matter).
    */
-  WORKER_CONCURRENCY: positiveInt.default(32),
+  WORKER_CONCURRENCY: positiveInt.default(512),
   /**
    * How long a worker's hold on a job lasts unless renewed (it renews at half this): a job whose worker
    * died goes back to the queue for another worker once its hold has lapsed and a stalled check sees it.
