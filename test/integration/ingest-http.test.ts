@@ -324,3 +324,43 @@ describe('requests Node cannot parse', () => {
     expect(JSON.parse(body!)).toEqual({ code: 'invalid_request', message: 'the request is not valid HTTP/1.1', request_id: expect.any(String) });
   });
 });
+
+describe('keep-alive connections', () => {
+  /** Writes one request on an open connection and resolves with the head of the answer once it has fully arrived. */
+  function exchange(socket: ReturnType<typeof connect>): Promise<string> {
+    if (socket.destroyed) return Promise.reject(new Error('the server closed the idle connection'));
+    return new Promise((resolve, reject) => {
+      let received = '';
+      const onData = (chunk: Buffer) => {
+        received += chunk.toString();
+        const [head, body = ''] = received.split('\r\n\r\n');
+        const length = Number(/\r\ncontent-length: (\d+)/i.exec(head!)?.[1] ?? 0);
+        if (received.includes('\r\n\r\n') && Buffer.byteLength(body) >= length) {
+          socket.off('data', onData);
+          resolve(head!);
+        }
+      };
+      socket.on('data', onData);
+      socket.once('close', () => reject(new Error(`the server closed the connection after ${JSON.stringify(received.slice(0, 80))}`)));
+      socket.write('GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    });
+  }
+
+  test('an idle connection still answers after the 5 s Node drops idle connections at, on the API and on ingest', async () => {
+    await Promise.all(
+      [h.api, h.ingest].map(async (client) => {
+        const socket = connect(Number(new URL(client.baseUrl).port), '127.0.0.1');
+        await once(socket, 'connect');
+        try {
+          const first = await exchange(socket);
+          expect(first).toMatch(/^HTTP\/1\.1 200 /);
+          expect(first).toMatch(/\r\nkeep-alive: timeout=65(\r\n|$)/i);
+          await new Promise((resolve) => setTimeout(resolve, 6_000));
+          expect(await exchange(socket)).toMatch(/^HTTP\/1\.1 200 /);
+        } finally {
+          socket.destroy();
+        }
+      }),
+    );
+  }, 20_000);
+});

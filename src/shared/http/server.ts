@@ -37,6 +37,8 @@ function answerClientError(error: NodeJS.ErrnoException, socket: Duplex) {
   socket.destroy();
 }
 
+const IDLE_KEEP_ALIVE_MS = 65_000;
+
 /** Listens, and closes by refusing new connections, letting in-flight requests finish, then dropping idle keep-alives. */
 export function listen(handler: RequestListener, port: number, host: string): Promise<RunningServer> {
   // Keep-alive clients under steady load never leave their connection idle: once closing, every answer
@@ -46,6 +48,11 @@ export function listen(handler: RequestListener, port: number, host: string): Pr
     if (closing) res.setHeader('connection', 'close');
     handler(req, res);
   });
+  // Node drops an idle keep-alive connection after 5 s. A client or proxy that reuses one just as it is
+  // dropped (a busy client whose own idle timer ran late, nginx's or a load balancer's upstream pool)
+  // sees its request fail with a reset. Keep idle connections longer than those pools do (60 s).
+  server.keepAliveTimeout = IDLE_KEEP_ALIVE_MS;
+  server.headersTimeout = IDLE_KEEP_ALIVE_MS + 1000;
   server.on('clientError', answerClientError);
   return new Promise((resolve, reject) => {
     server.once('error', reject);
