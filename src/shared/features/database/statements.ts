@@ -1,6 +1,7 @@
 /**
  * Statement normalisation: calls that differ only in their values share a pattern. Literals
- * (quoted strings, numbers, hex, booleans are kept), bind parameters (`$1`, `:name`, `?`) become `?`;
+ * (quoted strings, numbers, hex, booleans are kept), bind parameters (`$1`, `:name`, `?`, and DB-API's
+ * `%s` and `%(name)s`) become `?`;
  * `IN (...)` lists and `VALUES` rows collapse to one placeholder each; comments go; case and
  * whitespace are folded (one space after a comma and around a comparison operator). Double-quoted
  * and backquoted names are identifiers and stay.
@@ -18,6 +19,9 @@ const STEPS: [RegExp, string][] = [
   // bind parameters
   [/\$\d+/g, '?'],
   [/(?<=[\s(,=<>]):[a-z_]\w*/gi, '?'],
+  // DB-API format and pyformat (psycopg2, pymysql): string literals are gone by now, so a `%` left is
+  // a placeholder or the modulo operator, and a placeholder's `s` ends its word (`a %size` is modulo)
+  [/(?<!%)%(?:\([^()\s]*\))?s\b/g, '?'],
   // numbers not part of a name: hex, then decimals with exponents and signs
   [/(?<![\w$.])0x[0-9a-f]+\b/gi, '?'],
   [/(?<![\w$.])[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?\b/gi, '?'],
