@@ -1,6 +1,7 @@
 import { DASHBOARD_ORIGIN, type Harness, useHarness } from '../support/harness.js';
 import { sessionCookieOf } from '../support/http.js';
-import { PASSWORD, login, register, signUp, uniqueEmail } from '../support/factories/accounts.js';
+import { randomBytes } from 'node:crypto';
+import { PASSWORD, addMember, login, register, signUp, uniqueEmail } from '../support/factories/accounts.js';
 
 let h: Harness;
 useHarness((started) => (h = started));
@@ -84,6 +85,45 @@ describe('account flow', () => {
     const user = await User.findOne({ email: account.email }).lean();
     expect(user!.passwordHash).toMatch(/^scrypt\$/);
     expect(JSON.stringify(user)).not.toContain(PASSWORD);
+  });
+});
+
+describe('organization slugs', () => {
+  test('a new organization gets a slug from its name, numbered when the name is taken', async () => {
+    const name = `Acme Widgets ${randomBytes(3).toString('hex')}`;
+    const base = name.toLowerCase().replaceAll(' ', '-');
+    const first = await register(h, uniqueEmail(), name);
+    const second = await register(h, uniqueEmail(), name);
+    expect(first.organization.slug).toBe(base);
+    expect(second.organization.slug).toBe(`${base}-2`);
+    const owner = await login(h, first.user.email);
+    expect((await owner.client.get('/v1/me')).body.organization.slug).toBe(base);
+    expect((await owner.client.get('/v1/settings')).body.organization).toEqual({ id: first.organization.id, name, slug: base });
+  });
+
+  test('an admin changes the slug; a taken or malformed slug is refused; a member cannot change it', async () => {
+    const owner = await signUp(h);
+    const other = await signUp(h);
+    const wanted = `shop-${randomBytes(3).toString('hex')}`;
+    const changed = await owner.client.patch('/v1/settings', { slug: wanted });
+    expect(changed.status).toBe(200);
+    expect(changed.body.organization.slug).toBe(wanted);
+    expect((await owner.client.get('/v1/me')).body.organization.slug).toBe(wanted);
+
+    const taken = await other.client.patch('/v1/settings', { slug: wanted });
+    expect(taken.status).toBe(409);
+    expect(taken.body).toMatchObject({ code: 'conflict', message: `the organization slug "${wanted}" is taken` });
+    for (const bad of ['Upper', '12345', '-lead', 'with space', 'x'.repeat(51)]) {
+      const refused = await other.client.patch('/v1/settings', { slug: bad });
+      expect([bad, refused.status, refused.body.code]).toEqual([bad, 400, 'validation_failed']);
+    }
+    const member = await addMember(h, owner, 'member');
+    expect((await member.client.patch('/v1/settings', { slug: `${wanted}-x` })).status).toBe(403);
+
+    // the old slug is free again once renamed away from
+    const renamed = await owner.client.patch('/v1/settings', { slug: `${wanted}-new` });
+    expect(renamed.status).toBe(200);
+    expect((await other.client.patch('/v1/settings', { slug: wanted })).body.organization.slug).toBe(wanted);
   });
 });
 

@@ -488,6 +488,7 @@ export interface operations {
             organization: {
               id: string;
               name: string;
+              slug: string;
               created_at: string;
             };
             /** @enum {string} */
@@ -540,6 +541,7 @@ export interface operations {
             organization: {
               id: string;
               name: string;
+              slug: string;
               created_at: string;
             };
             /** @enum {string} */
@@ -708,6 +710,7 @@ export interface operations {
             organization: {
               id: string;
               name: string;
+              slug: string;
               created_at: string;
             };
             /** @enum {string} */
@@ -823,6 +826,7 @@ export interface operations {
             organization: {
               id: string;
               name: string;
+              slug: string;
               created_at: string;
             };
             /** @enum {string} */
@@ -1304,6 +1308,7 @@ export interface operations {
             organization: {
               id: string;
               name: string;
+              slug: string;
             };
             retention_days: number;
             thresholds: {
@@ -1331,6 +1336,7 @@ export interface operations {
       content: {
         "application/json": {
           name?: string;
+          slug?: string;
           retention_days?: number;
           thresholds?: {
             error_rate?: number;
@@ -1351,6 +1357,7 @@ export interface operations {
             organization: {
               id: string;
               name: string;
+              slug: string;
             };
             retention_days: number;
             thresholds: {

@@ -15,6 +15,8 @@ userSchema.index({ email: 1 }, { unique: true });
 const organizationSchema = new Schema(
   {
     name: { type: String, required: true },
+    /** The URL name release tooling addresses the organisation by (`SENTRY_ORG`); unique through `organization_slugs`. */
+    slug: { type: String },
     retentionDays: { type: Number, default: 30, min: 1, max: 365 },
     /** What /v1/services/approaching watches: service error rate and p95, and gauges by name. */
     thresholds: {
@@ -25,6 +27,17 @@ const organizationSchema = new Schema(
   },
   { timestamps: true },
 );
+
+/**
+ * One document per organisation slug in use, the slug as its `_id`: what keeps slugs unique (an insert of a
+ * taken slug fails on `_id`), with no unique index on organisations that those made before slugs would break.
+ */
+const organizationSlugSchema = new Schema({
+  _id: { type: String, required: true },
+  orgId: { type: Schema.Types.ObjectId, required: true },
+});
+// an organisation's slugs, removed when it takes a new one.
+organizationSlugSchema.index({ orgId: 1 });
 
 const membershipSchema = new Schema(
   {
@@ -78,6 +91,7 @@ passwordResetSchema.index({ userId: 1 });
 
 export const User = model('User', userSchema);
 export const Organization = model('Organization', organizationSchema);
+export const OrganizationSlug = model('OrganizationSlug', organizationSlugSchema, 'organization_slugs');
 export const Membership = model('Membership', membershipSchema);
 export const Session = model('Session', sessionSchema);
 export const PasswordReset = model('PasswordReset', passwordResetSchema);

@@ -29,7 +29,13 @@ export const inviteBody = z.object({ email, role: z.enum(roles).default('member'
 export const roleBody = z.object({ role: z.enum(roles) });
 
 export const userJson = z.object({ id: z.string(), email: z.string(), name: z.string(), created_at: z.string() });
-export const organizationJson = z.object({ id: z.string(), name: z.string(), created_at: z.string() });
+export const organizationJson = z.object({
+  id: z.string(),
+  name: z.string(),
+  /** What release tooling (sentry-cli's `SENTRY_ORG`) names the organisation by under `/api/0/`. */
+  slug: z.string(),
+  created_at: z.string(),
+});
 export const roleJson = z.enum(roles);
 
 export const accountJson = z.object({ user: userJson, organization: organizationJson, role: roleJson });

@@ -9,6 +9,7 @@ import { hasRole, type MemberPrincipal, type Role } from '../../principal.js';
 import { randomBase62, sha256 } from '../../secrets.js';
 import { ApiKey } from '../api-keys/model.js';
 import { auditAs, recordAudit } from '../audit/service.js';
+import { organizationSlug } from './organization-slug.js';
 import { Membership, Organization, PasswordReset, Session, User, type MembershipDoc, type OrganizationDoc, type UserDoc } from './model.js';
 import { decoyHash, hashPassword, verifyPassword } from './passwords.js';
 import type { accountJson, inviteBody, inviteJson, loginBody, memberJson, passwordChangeBody, registerBody } from './schemas.js';
@@ -28,9 +29,10 @@ const userJson = (user: UserDoc) => ({
   created_at: user.createdAt.toISOString(),
 });
 
-const organizationJson = (org: OrganizationDoc) => ({
+const organizationJson = async (org: OrganizationDoc) => ({
   id: org._id.toHexString(),
   name: org.name,
+  slug: await organizationSlug(org),
   created_at: org.createdAt.toISOString(),
 });
 
@@ -73,7 +75,7 @@ export async function register(input: z.infer<typeof registerBody>, config: Conf
   const org = (await Organization.create({ name: input.organization ?? `${input.name || input.email.split('@')[0]}'s organization` })).toObject() as OrganizationDoc;
   await Membership.create({ orgId: org._id, email: input.email, userId: user._id, role: 'owner', status: 'active', joinedAt: now });
   await recordAudit({ orgId: org._id, actor: { type: 'user', id: user._id }, action: 'organization.create', target: { type: 'organization', id: org._id } });
-  return { user: userJson(user), organization: organizationJson(org), role: 'owner' as Role };
+  return { user: userJson(user), organization: await organizationJson(org), role: 'owner' as Role };
 }
 
 /** The pending, unexpired invite a token names, whatever address it is for. */
@@ -113,7 +115,7 @@ async function registerWithInvite(input: z.infer<typeof registerBody>, token: st
     if (!existing) await User.deleteOne({ _id: user._id });
     throw inviteNotFound();
   }
-  return { user: userJson(user), organization: organizationJson(await loadOrganization(membership.orgId)), role: membership.role };
+  return { user: userJson(user), organization: await organizationJson(await loadOrganization(membership.orgId)), role: membership.role };
 }
 
 /** Password changes, sign-out everywhere and invite acceptance are the person's own acts: a session, not an API key. */
@@ -133,7 +135,7 @@ export async function acceptInvite(principal: MemberPrincipal, token: string, no
   const membership = await consumeInvite(token, user, now);
   if (!membership) throw inviteNotFound();
   await Session.updateOne({ _id: session.sessionId }, { $set: { orgId: membership.orgId } });
-  return { user: userJson(user), organization: organizationJson(await loadOrganization(membership.orgId)), role: membership.role };
+  return { user: userJson(user), organization: await organizationJson(await loadOrganization(membership.orgId)), role: membership.role };
 }
 
 /**
@@ -234,7 +236,7 @@ export async function currentRole(orgId: Types.ObjectId, userId: Types.ObjectId)
 export async function me(principal: MemberPrincipal): Promise<z.infer<typeof accountJson>> {
   const [user, org] = await Promise.all([User.findById(principal.userId).lean<UserDoc>(), loadOrganization(principal.orgId)]);
   if (!user) throw notFound('user');
-  return { user: userJson(user), organization: organizationJson(org), role: principal.role };
+  return { user: userJson(user), organization: await organizationJson(org), role: principal.role };
 }
 
 export async function listMembers(orgId: Types.ObjectId, options: { limit: number; cursor?: string | undefined }) {
@@ -349,7 +351,7 @@ export async function openSession(userId: Types.ObjectId, orgId: Types.ObjectId,
   const token = randomBase62(32);
   const session = await Session.create({ tokenHash: sha256(token), userId, orgId, expiresAt: new Date(Date.now() + config.SESSION_TTL_HOURS * 3_600_000) });
   await recordAudit({ orgId, actor: { type: 'user', id: userId }, action: 'session.login', target: { type: 'session', id: session._id }, details: { method }, ip });
-  const account: z.infer<typeof accountJson> = { user: userJson(user), organization: organizationJson(await loadOrganization(orgId)), role };
+  const account: z.infer<typeof accountJson> = { user: userJson(user), organization: await organizationJson(await loadOrganization(orgId)), role };
   return { account, token };
 }
 

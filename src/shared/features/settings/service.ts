@@ -3,11 +3,12 @@ import type { z } from 'zod';
 import { notFound } from '../../errors.js';
 import type { MemberPrincipal } from '../../principal.js';
 import { Organization, type OrganizationDoc } from '../accounts/model.js';
+import { changeOrganizationSlug, organizationSlug } from '../accounts/organization-slug.js';
 import { auditAs } from '../audit/service.js';
 import type { settingsJson, settingsPatchBody } from './schemas.js';
 
-const settingsJsonOf = (org: OrganizationDoc): z.infer<typeof settingsJson> => ({
-  organization: { id: org._id.toHexString(), name: org.name },
+const settingsJsonOf = async (org: OrganizationDoc): Promise<z.infer<typeof settingsJson>> => ({
+  organization: { id: org._id.toHexString(), name: org.name, slug: await organizationSlug(org) },
   retention_days: org.retentionDays,
   thresholds: thresholdsOf(org),
 });
@@ -31,6 +32,8 @@ export async function updateSettings(principal: MemberPrincipal, input: z.infer<
   const before = await Organization.findById(principal.orgId).lean<OrganizationDoc>();
   if (!before) throw notFound('organization');
   const thresholds = input.thresholds;
+  const slugBefore = await organizationSlug(before);
+  if (input.slug !== undefined) await changeOrganizationSlug(before, input.slug);
   const changes = {
     ...(input.name !== undefined && { name: input.name }),
     ...(input.retention_days !== undefined && { retentionDays: input.retention_days }),
@@ -38,10 +41,13 @@ export async function updateSettings(principal: MemberPrincipal, input: z.infer<
     ...(thresholds?.p95_ms !== undefined && { 'thresholds.p95Ms': thresholds.p95_ms }),
     ...(thresholds?.gauges !== undefined && { 'thresholds.gauges': thresholds.gauges }),
   };
-  const after = await Organization.findByIdAndUpdate(principal.orgId, { $set: changes }, { returnDocument: 'after' }).lean<OrganizationDoc>();
+  const after = Object.keys(changes).length
+    ? await Organization.findByIdAndUpdate(principal.orgId, { $set: changes }, { returnDocument: 'after' }).lean<OrganizationDoc>()
+    : await Organization.findById(principal.orgId).lean<OrganizationDoc>();
   if (!after) throw notFound('organization');
   await auditAs(principal, ip)('settings.update', { type: 'organization', id: principal.orgId }, {
     ...(input.name !== undefined && { name: { from: before.name, to: after.name } }),
+    ...(input.slug !== undefined && { slug: { from: slugBefore, to: input.slug } }),
     ...(input.retention_days !== undefined && { retention_days: { from: before.retentionDays, to: after.retentionDays } }),
     ...(thresholds && { thresholds: { from: thresholdsOf(before), to: thresholdsOf(after) } }),
   });

@@ -16,9 +16,10 @@ let nextGaugeKey = 0;
 const draftOf = (gauge: Gauge): GaugeDraft => ({ key: nextGaugeKey++, name: gauge.name, threshold: String(gauge.threshold) });
 
 /** The form's fields as the API takes them; the error rate is typed in percent and stored as a ratio. */
-function bodyOf(form: { name: string; retention: string; errorRatePercent: string; p95: string; gauges: GaugeDraft[] }) {
+function bodyOf(form: { name: string; slug: string; retention: string; errorRatePercent: string; p95: string; gauges: GaugeDraft[] }) {
   return {
     name: form.name.trim(),
+    slug: form.slug.trim(),
     retention_days: Number(form.retention),
     thresholds: {
       error_rate: Number(form.errorRatePercent) / 100,
@@ -37,6 +38,7 @@ function changesOf(saved: OrganizationSettings, edited: ReturnType<typeof bodyOf
   };
   return {
     ...(edited.name !== saved.organization.name && { name: edited.name }),
+    ...(edited.slug !== saved.organization.slug && { slug: edited.slug }),
     ...(edited.retention_days !== saved.retention_days && { retention_days: edited.retention_days }),
     ...(Object.keys(thresholds).length > 0 && { thresholds }),
   };
@@ -45,11 +47,12 @@ function changesOf(saved: OrganizationSettings, edited: ReturnType<typeof bodyOf
 function SettingsForm({ settings, canEdit }: { settings: OrganizationSettings; canEdit: boolean }) {
   const update = useUpdateOrganizationSettings();
   const [name, setName] = useState(settings.organization.name);
+  const [slug, setSlug] = useState(settings.organization.slug);
   const [retention, setRetention] = useState(String(settings.retention_days));
   const [errorRatePercent, setErrorRatePercent] = useState(String(Number((settings.thresholds.error_rate * 100).toFixed(4))));
   const [p95, setP95] = useState(String(settings.thresholds.p95_ms));
   const [gauges, setGauges] = useState(() => settings.thresholds.gauges.map(draftOf));
-  const changes = changesOf(settings, bodyOf({ name, retention, errorRatePercent, p95, gauges }));
+  const changes = changesOf(settings, bodyOf({ name, slug, retention, errorRatePercent, p95, gauges }));
   const changed = Object.keys(changes).length > 0;
   const editGauge = (key: number, patch: Partial<GaugeDraft>) => setGauges(gauges.map((gauge) => (gauge.key === key ? { ...gauge, ...patch } : gauge)));
   const submit = (event: FormEvent) => {
@@ -61,6 +64,22 @@ function SettingsForm({ settings, canEdit }: { settings: OrganizationSettings; c
       <label className="field">
         <span>Organization name</span>
         <input name="name" required maxLength={200} readOnly={!canEdit} value={name} onChange={(event) => setName(event.target.value)} />
+      </label>
+      <label className="field">
+        <span>Organization slug</span>
+        <input
+          name="slug"
+          required
+          maxLength={50}
+          pattern="(?!\d+$)[a-z0-9][a-z0-9_\-]*"
+          readOnly={!canEdit}
+          value={slug}
+          onChange={(event) => setSlug(event.target.value)}
+          aria-describedby="slug-hint"
+        />
+        <small id="slug-hint" className="muted">
+          What sentry-cli and the Sentry bundler plugins call the organization (<code>SENTRY_ORG</code>): lower-case letters, digits, - and _. Changing it breaks CI jobs that use the old one.
+        </small>
       </label>
       <label className="field">
         <span>Retention (days)</span>
