@@ -475,12 +475,26 @@ function metricRequest(): Json {
 }
 
 describe('decodeMetrics', () => {
+  it('keeps each point\'s time to the nanosecond: points of one millisecond stay in order', () => {
+    // an SDK batching a counter's points (telemetrygen sends 20 in one request) stamps them microseconds apart
+    const point = (at: string, value: number) => ({ startTimeUnixNano: nanos(T0 - 60_000), timeUnixNano: at, asInt: String(value) });
+    const dataPoints = [point(`${T0}000001`, 1), point(`${T0}000999`, 2), point(`${T0 + 1}000000`, 3)];
+    const request = { resourceMetrics: [{ scopeMetrics: [{ metrics: [{ name: 'jobs.done', sum: { aggregationTemporality: 2, isMonotonic: true, dataPoints } }] }] }] };
+    for (const decoded of [decodeMetrics(protobufOf(types.metrics, request), 'protobuf'), decodeMetrics(jsonOf(request), 'json')]) {
+      expect(decoded.points.map((p) => [Math.floor(p.timeMs), p.timeUnixNano])).toEqual([
+        [T0, `${T0}000001`],
+        [T0, `${T0}000999`],
+        [T0 + 1, `${T0 + 1}000000`],
+      ]);
+    }
+  });
+
   it('maps every metric type from protobuf and JSON alike, keeping temporality', () => {
     const request = metricRequest();
     const binary = decodeMetrics(protobufOf(types.metrics, request), 'protobuf');
     expect(decodeMetrics(jsonOf(request), 'json')).toEqual(binary);
     expect(binary.rejected).toBe(0);
-    const common = { timeMs: T0, startTimeMs: T0 - 60_000, service: 'web', environment: 'production', source: 'otlp' };
+    const common = { timeMs: T0, timeUnixNano: nanos(T0), startTimeMs: T0 - 60_000, service: 'web', environment: 'production', source: 'otlp' };
     const [gauge, sum, histogram, exponential, summary] = binary.points;
     expect(gauge).toEqual({ ...common, name: 'process.memory', unit: 'By', type: 'gauge', value: 52428800, attributes: { host: 'web-1' } });
     expect(sum).toEqual({

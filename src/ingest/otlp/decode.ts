@@ -210,6 +210,15 @@ function msOf(value: unknown, at: string): number {
   return Number(nanos / 1_000_000n) + Number(nanos % 1_000_000n) / 1e6;
 }
 
+const UINT64_MAX = 2n ** 64n - 1n;
+
+/** Epoch nanoseconds as a decimal string (JSON jobs carry no 64-bit integers); undefined when unset or beyond uint64 (then the milliseconds stand). */
+function nanosOf(value: unknown, at: string): string | undefined {
+  if (integerOf(value, at, 'uint64') === 0) return undefined;
+  const nanos = BigInt(value as string | number);
+  return nanos <= UINT64_MAX ? nanos.toString() : undefined;
+}
+
 const HEX = /^[0-9a-fA-F]+$/;
 export const ZEROS = /^0+$/;
 
@@ -578,7 +587,7 @@ const metricDataKeys = [
   ['summary', 'summary'],
 ] as const;
 
-type PointBase = Pick<MetricPoint, 'name' | 'unit' | 'attributes' | 'service' | 'environment' | 'release' | 'source'> & {
+type PointBase = Pick<MetricPoint, 'name' | 'unit' | 'attributes' | 'service' | 'environment' | 'release' | 'source' | 'timeUnixNano'> & {
   timeMs: number;
   startTimeMs: number | undefined;
 };
@@ -610,6 +619,7 @@ function pointsOf(metric: Plain, at: string, resource: ResourceContext, outcome:
       name,
       unit: unit === '' ? undefined : unit,
       timeMs: msOf(point.timeUnixNano, `${pointAt}.timeUnixNano`),
+      timeUnixNano: nanosOf(point.timeUnixNano, `${pointAt}.timeUnixNano`),
       startTimeMs: startTimeMs || undefined,
       attributes: attributesOf(point.attributes, `${pointAt}.attributes`),
       service: resource.service,

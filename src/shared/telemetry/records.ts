@@ -118,6 +118,11 @@ export const metricPoint = z.object({
   temporality: z.enum(['delta', 'cumulative']).optional(),
   isMonotonic: z.boolean().optional(),
   timeMs: z.number(),
+  /**
+   * The time as OTLP sent it, epoch nanoseconds in decimal: a cumulative counter's points can be
+   * microseconds apart, and which one is later decides its deltas (stored times are whole milliseconds).
+   */
+  timeUnixNano: z.string().regex(/^\d{1,20}$/).optional(),
   startTimeMs: z.number().optional(),
   /** The number of gauge, sum and counter points. */
   value: z.number().optional(),

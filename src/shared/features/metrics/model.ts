@@ -56,6 +56,8 @@ const metricSeriesSchema = new Schema({
   projectId: { type: Schema.Types.ObjectId, required: true },
   name: { type: String, required: true },
   lastAt: { type: Date, required: true },
+  /** lastAt to the nanosecond, zero-padded decimal: a later point can fall in the same millisecond. */
+  lastAtNanos: { type: String },
   value: { type: Number, default: null },
   count: { type: Number, default: null },
   sum: { type: Number, default: null },

@@ -17,7 +17,9 @@ function pointDoc({ orgId, projectId, record }: Stamped<MetricPointRecord>) {
   const attributes = attributePairs(record.attributes);
   const seriesKey = sha256(JSON.stringify([projectId, record.name, record.service, attributes])).slice(0, 32);
   return {
-    _id: contentId(seriesKey, record.type, record.startTimeMs ?? null, record.timeMs),
+    // the time to the nanosecond where OTLP gave it: a batch's points can be under a microsecond apart,
+    // closer than a double in milliseconds tells apart, and must not clash as if resent
+    _id: contentId(seriesKey, record.type, record.startTimeMs ?? null, record.timeUnixNano ?? record.timeMs),
     orgId: new Types.ObjectId(orgId),
     projectId: new Types.ObjectId(projectId),
     name: record.name,
@@ -49,8 +51,24 @@ function pointDoc({ orgId, projectId, record }: Stamped<MetricPointRecord>) {
 
 type PointDoc = ReturnType<typeof pointDoc>;
 type Totals = Pick<PointDoc, 'value' | 'count' | 'sum' | 'bucketCounts' | 'explicitBounds'>;
-/** A series' last cumulative point, as the MetricSeries model stores it. */
-type SeriesState = Totals & { _id: string; orgId: Types.ObjectId; projectId: Types.ObjectId; name: string; lastAt: Date };
+/** A series' last cumulative point, as the MetricSeries model stores it (`lastAtNanos` absent in states saved before it was kept). */
+type SeriesState = Totals & { _id: string; orgId: Types.ObjectId; projectId: Types.ObjectId; name: string; lastAt: Date; lastAtNanos?: string };
+
+/**
+ * A point's time in epoch nanoseconds: as OTLP sent it, else from its milliseconds. Points of one
+ * series are ordered by it, since several can fall in one millisecond (a batch of an exporter's points).
+ */
+function nanosOf(record: MetricPointRecord): bigint {
+  if (record.timeUnixNano !== undefined) return BigInt(record.timeUnixNano);
+  const ms = Math.floor(record.timeMs);
+  return BigInt(ms) * 1_000_000n + BigInt(Math.round((record.timeMs - ms) * 1e6));
+}
+
+/** Zero-padded to uint64's 20 digits, so the store compares the strings in time order. */
+const nanosText = (nanos: bigint) => nanos.toString().padStart(20, '0');
+
+/** A state saved before nanoseconds were kept stands for the end of its millisecond: a replay of its point stays stale. */
+const lastNanosOf = (state: SeriesState) => (state.lastAtNanos !== undefined ? BigInt(state.lastAtNanos) : BigInt(state.lastAt.getTime()) * 1_000_000n + 999_999n);
 
 /**
  * Points whose totals only grow: monotonic sums and explicit histograms sent cumulative (the OTel
@@ -88,11 +106,12 @@ interface SeriesAdvance {
 }
 
 /**
- * Turns cumulative points into deltas against the previous point of their series, in time order. A
- * series seen for the first time, or reset, counts its whole total. Points no newer than the series'
- * last one are dropped: a replayed batch, or a late point whose increase a later total already holds.
+ * Turns cumulative points into deltas against the previous point of their series, in time order (to
+ * the nanosecond, `nanos` of each doc). A series seen for the first time, or reset, counts its whole
+ * total. Points no newer than the series' last one are dropped: a replayed batch, or a late point
+ * whose increase a later total already holds.
  */
-async function cumulativeToDelta(docs: PointDoc[]): Promise<{ points: PointDoc[]; advances: SeriesAdvance[] }> {
+async function cumulativeToDelta(docs: PointDoc[], nanos: Map<PointDoc, bigint>): Promise<{ points: PointDoc[]; advances: SeriesAdvance[] }> {
   const bySeries = new Map<string, PointDoc[]>();
   for (const doc of docs.filter(isCumulativeCounter)) {
     const key = seriesStateKey(doc);
@@ -109,15 +128,16 @@ async function cumulativeToDelta(docs: PointDoc[]): Promise<{ points: PointDoc[]
   for (const [key, points] of bySeries) {
     const previous = previousOf.get(key);
     let last = previous;
-    for (const doc of points.sort((a, b) => a.time.getTime() - b.time.getTime())) {
-      if (last && doc.time <= last.lastAt) {
+    const at = (doc: PointDoc) => nanos.get(doc)!;
+    for (const doc of points.sort((a, b) => (at(a) < at(b) ? -1 : at(a) > at(b) ? 1 : 0))) {
+      if (last && at(doc) <= lastNanosOf(last)) {
         dropped.add(doc);
         continue;
       }
       const totals: Totals = { value: doc.value, count: doc.count, sum: doc.sum, bucketCounts: doc.bucketCounts, explicitBounds: doc.explicitBounds };
       if (last) Object.assign(doc, increase(doc, last));
       doc.temporality = 'delta';
-      last = { _id: key, orgId: doc.orgId, projectId: doc.projectId, name: doc.name, lastAt: doc.time, ...totals };
+      last = { _id: key, orgId: doc.orgId, projectId: doc.projectId, name: doc.name, lastAt: doc.time, lastAtNanos: nanosText(at(doc)), ...totals };
     }
     if (last && last !== previous) advances.push({ state: last, existed: previous !== undefined });
   }
@@ -129,7 +149,12 @@ async function saveSeries(advances: SeriesAdvance[]): Promise<void> {
   const created = new Set(await insertNew(MetricSeries.collection, advances.filter((advance) => !advance.existed).map((advance) => advance.state)));
   const updates = advances
     .filter((advance) => !created.has(advance.state))
-    .map(({ state: { _id, ...state } }) => ({ updateOne: { filter: { _id, lastAt: { $lt: state.lastAt } }, update: { $set: state } } }));
+    .map(({ state: { _id, ...state } }) => ({
+      updateOne: {
+        filter: { _id, $or: [{ lastAtNanos: { $lt: state.lastAtNanos } }, { lastAtNanos: { $exists: false }, lastAt: { $lt: state.lastAt } }] },
+        update: { $set: state },
+      },
+    }));
   // series ids are strings, which the driver's ObjectId-keyed default typing does not expect
   await updateEach(MetricSeries.collection, updates as unknown as mongo.AnyBulkWriteOperation[]);
 }
@@ -196,6 +221,7 @@ function rollupCounts(points: PointDoc[]): RollupBatch {
  */
 export async function ingestMetricPoints(items: Stamped<MetricPointRecord>[]): Promise<void> {
   const docs = items.map(pointDoc);
+  const nanos = new Map(docs.map((doc, index) => [doc, nanosOf(items[index]!.record)]));
   // the rollups' hours are marked before any point is stored: an organisation whose points were stored
   // before rollups were kept gets its `since` from now on (rolled-up-hours.ts), a new one from the epoch
   await markHours(MetricRollup.collection, docs, MetricPoint.collection);
@@ -204,7 +230,7 @@ export async function ingestMetricPoints(items: Stamped<MetricPointRecord>[]): P
   // their delta from the same previous point
   // (turns of their own: the writes inside take the series documents' turns)
   await inTurns('metric-series-conversion', docs.filter(isCumulativeCounter).map(seriesStateKey), async () => {
-    const { points, advances } = await cumulativeToDelta(docs);
+    const { points, advances } = await cumulativeToDelta(docs, nanos);
     inserted = await insertNew(MetricPoint.collection, points);
     await saveSeries(advances);
   });
