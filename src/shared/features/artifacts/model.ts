@@ -35,3 +35,50 @@ artifactSchema.index({ projectId: 1, debugId: 1 });
 
 export const Artifact = model('Artifact', artifactSchema);
 export type ArtifactDoc = InferSchemaType<typeof artifactSchema> & { _id: Types.ObjectId };
+
+/**
+ * A chunk of an artifact bundle sentry-cli uploaded (`POST /api/0/organizations/:org/chunk-upload`), named by
+ * the sha1 of its bytes, waiting for the assemble request that lists it. The bytes live in the blob store at
+ * `bundleChunkBlobKey`; this document says they are complete (written after the blob). Chunks are removed once
+ * their bundle is assembled, and chunks never assembled are swept after `CHUNK_TTL_MS`.
+ */
+const bundleChunkSchema = new Schema({
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  sha1: { type: String, required: true },
+  size: { type: Number, required: true },
+  /** Refreshed when the same chunk is uploaded again, so a re-sent chunk gets a full TTL. */
+  uploadedAt: { type: Date, required: true },
+});
+// assemble: which of a bundle's chunks an organisation has (and one document per chunk).
+bundleChunkSchema.index({ orgId: 1, sha1: 1 }, { unique: true });
+// the sweep of chunks never assembled, oldest first.
+bundleChunkSchema.index({ uploadedAt: 1 });
+
+export const BundleChunk = model('BundleChunk', bundleChunkSchema);
+export type BundleChunkDoc = InferSchemaType<typeof bundleChunkSchema> & { _id: Types.ObjectId };
+
+export const bundleStates = ['assembling', 'ok'] as const;
+
+/**
+ * An artifact bundle assembled into one project's artifacts: sentry-cli asks to assemble the same bundle
+ * again on every run (and polls), and finds it `ok` here instead of getting its files stored twice. While
+ * `assembling` it is also the lock that keeps two requests from assembling one bundle at once.
+ */
+const artifactBundleSchema = new Schema({
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  projectId: { type: Schema.Types.ObjectId, required: true },
+  /** The sha1 of the whole bundle (the zip as uploaded). */
+  checksum: { type: String, required: true },
+  release: { type: String, default: null },
+  dist: { type: String, default: null },
+  state: { type: String, enum: bundleStates, required: true },
+  /** The artifacts the bundle's files became in this project. */
+  artifactIds: { type: [Schema.Types.ObjectId], default: [] },
+  createdAt: { type: Date, required: true },
+  updatedAt: { type: Date, required: true },
+});
+// assemble: this bundle in this project, for this release and dist (one document each, which is also the lock).
+artifactBundleSchema.index({ projectId: 1, checksum: 1, release: 1, dist: 1 }, { unique: true });
+
+export const ArtifactBundle = model('ArtifactBundle', artifactBundleSchema);
+export type ArtifactBundleDoc = InferSchemaType<typeof artifactBundleSchema> & { _id: Types.ObjectId };

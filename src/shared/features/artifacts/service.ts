@@ -56,7 +56,8 @@ export function sourceMappingUrlOf(source: string): string | undefined {
   return matches.at(-1)?.[1];
 }
 
-function classify(bytes: Buffer, name: string | undefined, contentType: string | undefined) {
+/** What a file is (and the debug id a map embeds, the map a minified file references): the same rules for an upload and a bundle's files. */
+export function classify(bytes: Buffer, name: string | undefined, contentType: string | undefined) {
   const map = parseSourceMap(bytes);
   if (map) {
     const embedded = typeof map.debugId === 'string' ? map.debugId : typeof map.debug_id === 'string' ? map.debug_id : undefined;
