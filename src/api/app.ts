@@ -50,6 +50,9 @@ import { createDnsClient } from '../shared/clients/dns.js';
 import { createOidcClient } from '../shared/clients/oidc.js';
 import { aiUnavailableGate, investigationRoutes } from './routes/investigations.js';
 import { mountRoutes, type AnyRoute } from './routing.js';
+import { sentryApi } from './sentry/routing.js';
+import { sentryRoutes } from './sentry/routes.js';
+import { isChunkUpload, sentryArtifactRoutes } from './sentry/artifacts.js';
 import { usageRoutes } from './routes/usage.js';
 import { checkoutRoutes } from './routes/checkout.js';
 import { createPayments } from '../shared/clients/payments.js';
@@ -161,6 +164,9 @@ export function createApiApp(options: ApiAppOptions): Express {
   );
   const { mailer } = deps;
   app.use(healthRouter({ mongo: pingMongo, redis: () => pingRedis(redis), blob: () => blobs.ping() }, { email: mailer ? () => mailer.ping() : { off: 'SMTP_URL is not set: email destinations and digests are off' } }));
+
+  // sentry-cli and the Sentry bundler plugins: Sentry's paths and error shape, our credentials and roles
+  app.use('/api/0', sentryApi([...sentryRoutes(), ...sentryArtifactRoutes(blobs)], { config, logger, limits: deps.limits, readsOwnBody: isChunkUpload }));
 
   const v1 = Router();
   // a request still working after REQUEST_DEADLINE_MS is answered 503 deadline_exceeded and its reads stop

@@ -56,7 +56,7 @@ function tooDeep(value: unknown, depth = 0): boolean {
   return Object.values(value).some((child) => tooDeep(child, depth + 1));
 }
 
-function detailsOf(error: z.ZodError, location: string): ErrorDetail[] {
+export function detailsOf(error: z.ZodError, location: string): ErrorDetail[] {
   return error.issues.map((issue) => ({
     path: [location, ...issue.path.map(String)].join('.'),
     message: issue.code === 'unrecognized_keys' ? `unknown ${issue.keys.join(', ')}` : issue.message,
@@ -78,13 +78,13 @@ function parseQuery(route: AnyRoute, query: unknown) {
 }
 
 /** Ids in paths are opaque: one that cannot be valid names nothing, exactly like an unknown one. */
-function parseParams(schema: AnyObject, params: unknown) {
+export function parseParams(schema: AnyObject, params: unknown) {
   const result = schema.safeParse(params);
   if (!result.success) throw new AppError('not_found', 'not found');
   return result.data;
 }
 
-function parseBody(schema: ZodType, req: Request) {
+export function parseBody(schema: ZodType, req: Request) {
   const hasBody = req.body !== undefined;
   if (!hasBody && Number(req.get('content-length') ?? 0) > 0) {
     throw new AppError('unsupported_media_type', 'request bodies must be application/json');

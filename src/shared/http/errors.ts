@@ -38,8 +38,8 @@ export const errorBody = (appError: AppError, requestId: string | undefined) => 
   ...(appError.details && { details: appError.details }),
 });
 
-/** The one place an error becomes a response: CONTRACT.md's body, never internals. */
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+/** The one place an error becomes a response: CONTRACT.md's body (or `body`'s, for an API that speaks another's shape), never internals. */
+export function errorHandler(logger: Logger, body: (appError: AppError, requestId: string | undefined) => unknown = errorBody): ErrorRequestHandler {
   return (error, req, res, _next) => {
     const appError = toAppError(error);
     if (appError.code === 'internal_error') logger.error({ err: error }, 'unhandled error');
@@ -48,6 +48,6 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return;
     }
     for (const [name, value] of Object.entries(appError.headers ?? {})) res.setHeader(name, value);
-    res.status(appError.status).json(errorBody(appError, req.requestId));
+    res.status(appError.status).json(body(appError, req.requestId));
   };
 }

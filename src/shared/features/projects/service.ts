@@ -53,6 +53,12 @@ export async function findProject(orgId: Types.ObjectId, projectId: string): Pro
   return project;
 }
 
+/** The project with this slug in the organisation, if any. */
+export const findProjectBySlug = (orgId: Types.ObjectId, slug: string) => Project.findOne({ orgId, slug }).lean<ProjectDoc>();
+
+/** Every project of the organisation, oldest first (release tooling lists them unpaged). */
+export const listProjectsOf = (orgId: Types.ObjectId) => Project.find({ orgId }).sort({ createdAt: 1, _id: 1 }).limit(1000).lean<ProjectDoc[]>();
+
 export async function listProjects(orgId: Types.ObjectId, options: { limit: number; cursor?: string | undefined }) {
   const page = await paginate(Project, { orgId }, { sortField: 'createdAt', direction: 1, ...options });
   return { data: page.items.map((p) => projectJsonOf(p as ProjectDoc)), next_cursor: page.nextCursor };

@@ -1,4 +1,4 @@
-import { Schema, model } from 'mongoose';
+import { Schema, model, type InferSchemaType, type Types } from 'mongoose';
 import { rollupSchema } from '../../telemetry/rollups.js';
 
 /**
@@ -64,3 +64,27 @@ const releaseSummarySchema = new Schema({
 releaseSummarySchema.index({ orgId: 1, lastSeen: 1 });
 
 export const ReleaseSummary = model('ReleaseSummary', releaseSummarySchema, 'release_summaries');
+
+/**
+ * A release as release tooling declared it (sentry-cli `releases new`, the bundler plugins): its projects,
+ * the commits it was built from and when it was finalized. Releases the telemetry names exist without one.
+ * `_id` is derived from the organisation and version, so declaring one twice finds the first.
+ */
+const declaredReleaseSchema = new Schema({
+  _id: { type: Schema.Types.ObjectId, required: true },
+  orgId: { type: Schema.Types.ObjectId, required: true },
+  version: { type: String, required: true },
+  projectIds: { type: [Schema.Types.ObjectId], default: [] },
+  /** Head commits per repository (`previousCommit`: where the release's range starts, when the tool gave one). */
+  refs: { type: [{ _id: false, repository: String, commit: String, previousCommit: { type: String, default: null } }], default: [] },
+  url: { type: String, default: null },
+  dateStarted: { type: Date, default: null },
+  /** Set by finalize. */
+  dateReleased: { type: Date, default: null },
+  createdAt: { type: Date, required: true },
+});
+// an organisation's declared releases (the release lists read them all and filter by project).
+declaredReleaseSchema.index({ orgId: 1 });
+
+export type DeclaredReleaseDoc = InferSchemaType<typeof declaredReleaseSchema> & { _id: Types.ObjectId };
+export const DeclaredRelease = model('DeclaredRelease', declaredReleaseSchema, 'declared_releases');
