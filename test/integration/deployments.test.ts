@@ -494,6 +494,8 @@ describe('releases', () => {
         crash_free_rate: null,
         latest_verdict: 'degraded',
         latest_commit_url: null,
+        finalized_at: null,
+        commits: [],
       },
       {
         // from telemetry alone
@@ -509,6 +511,8 @@ describe('releases', () => {
         crash_free_rate: null,
         latest_verdict: null,
         latest_commit_url: null,
+        finalized_at: null,
+        commits: [],
       },
     ]);
   });

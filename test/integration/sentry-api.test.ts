@@ -138,6 +138,16 @@ describe('releases', () => {
     expect(deployments.body.data).toEqual([
       expect.objectContaining({ project_id: acme.project.id, version, environment: 'production', commit_sha: SHA, repository: 'acme/shop', commit_url: `https://github.example.test/acme/shop/commit/${SHA}`, deployed_at: finishedAt }),
     ]);
+    // the dashboard's release list shows what the tooling declared
+    const releases = await acme.owner.client.get(`/v1/releases?project=${acme.project.id}`);
+    expect(releases.body.data.find((release: { version: string }) => release.version === version)).toMatchObject({
+      projects: [acme.project.id],
+      finalized_at: finishedAt,
+      commits: [{ repository: 'acme/shop', commit: SHA }],
+      deployment_count: 1,
+    });
+    const declaredOnly = releases.body.data.find((release: { version: string }) => release.version === 'shop@1.0.0');
+    expect(declaredOnly).toMatchObject({ projects: [acme.project.id], deployment_count: 0, finalized_at: null, first_seen: null });
     const listed = await sentry(acme.key, 'GET', `/organizations/${acme.slug}/releases/${version}/deploys/`);
     expect(listed.body).toEqual([expect.objectContaining({ environment: 'production', dateFinished: finishedAt })]);
   });

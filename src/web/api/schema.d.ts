@@ -4360,6 +4360,11 @@ export interface operations {
                 crash_free_rate: number | null;
                 latest_verdict: ("healthy" | "degraded" | "insufficient_data") | null;
                 latest_commit_url: string | null;
+                finalized_at: string | null;
+                commits: {
+                    repository: string;
+                    commit: string;
+                  }[];
               })[];
             next_cursor: string | null;
           };

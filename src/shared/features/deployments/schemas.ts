@@ -100,4 +100,8 @@ export const releaseJson = z.object({
   /** The newest deployment's verdict, once judged. */
   latest_verdict: z.enum(verdicts).nullable(),
   latest_commit_url: z.string().nullable(),
+  /** When release tooling finalized the release (sentry-cli `releases finalize`), if it did. */
+  finalized_at: z.string().nullable(),
+  /** The head commits release tooling set (sentry-cli `releases set-commits`), per repository. */
+  commits: z.array(z.object({ repository: z.string(), commit: z.string() })),
 });

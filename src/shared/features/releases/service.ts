@@ -9,7 +9,7 @@ import { Deployment, type DeploymentDoc } from '../deployments/model.js';
 import type { listReleasesQuery } from '../deployments/schemas.js';
 import { commitUrlOf, repositoryLinks } from '../integrations/service.js';
 import { Issue } from '../issues/model.js';
-import { ReleaseHealth, ReleaseRollup, ReleaseSummary } from './model.js';
+import { DeclaredRelease, ReleaseHealth, ReleaseRollup, ReleaseSummary, type DeclaredReleaseDoc } from './model.js';
 import { HOUR_MS, hourOf } from '../../telemetry/time-buckets.js';
 
 const outcomes = ['started', 'exited', 'errored', 'crashed', 'abnormal'] as const;
@@ -111,17 +111,19 @@ export async function countIntoReleases(entries: ReleaseCount[]): Promise<void> 
 }
 
 /**
- * Releases, derived (never stored on their own): the versions deployments name and the `release` of
- * stored telemetry, from the release summaries and the deployments. Newest activity first.
+ * Releases: the versions deployments name, the `release` of stored telemetry (release summaries), and
+ * those release tooling declared (sentry-cli, the bundler plugins). Newest activity first.
  */
 export async function listReleases(orgId: Types.ObjectId, query: z.infer<typeof listReleasesQuery>) {
-  const filter: Record<string, unknown> = { orgId, ...projectFilter(await namedProjects(orgId, query.project)) };
+  const projects = projectFilter(await namedProjects(orgId, query.project));
+  const filter: Record<string, unknown> = { orgId, ...projects };
   if (query.environment) filter.environment = query.environment;
-  const [summaries, deployments] = await Promise.all([
+  const [summaries, deployments, declarations] = await Promise.all([
     ReleaseSummary.find(filter).lean<{ projectId: Types.ObjectId; release: string; environment?: string | null; firstSeen: Date; lastSeen: Date; errorEvents?: number; sessions?: number; crashed?: number }[]>(),
     Deployment.find(filter).sort({ deployedAt: 1 }).lean<DeploymentDoc[]>(),
+    DeclaredRelease.find({ orgId, ...(projects.projectId && { projectIds: projects.projectId }) }).lean<DeclaredReleaseDoc[]>(),
   ]);
-  const releases = new Map<string, { projects: Set<string>; environments: Set<string>; firstSeen?: Date; lastSeen?: Date; events: number; sessions: number; crashed: number; deployments: DeploymentDoc[] }>();
+  const releases = new Map<string, { projects: Set<string>; environments: Set<string>; firstSeen?: Date; lastSeen?: Date; events: number; sessions: number; crashed: number; deployments: DeploymentDoc[]; declared?: DeclaredReleaseDoc }>();
   const entry = (version: string) => {
     let release = releases.get(version);
     if (!release) {
@@ -130,6 +132,13 @@ export async function listReleases(orgId: Types.ObjectId, query: z.infer<typeof 
     }
     return release;
   };
+  // declared by release tooling: listed with their projects even before any telemetry names them (not in one environment's list)
+  for (const declared of declarations) {
+    if (query.environment && !summaries.some((summary) => summary.release === declared.version) && !deployments.some((deployment) => deployment.version === declared.version)) continue;
+    const release = entry(declared.version);
+    release.declared = declared;
+    for (const projectId of declared.projectIds) if (!projects.projectId || query.project?.includes(projectId.toHexString())) release.projects.add(projectId.toHexString());
+  }
   for (const summary of summaries) {
     const release = entry(summary.release);
     release.projects.add(summary.projectId.toHexString());
@@ -146,7 +155,8 @@ export async function listReleases(orgId: Types.ObjectId, query: z.infer<typeof 
     release.environments.add(deployment.environment);
     release.deployments.push(deployment);
   }
-  const lastActivity = (release: { lastSeen?: Date; deployments: DeploymentDoc[] }) => Math.max(release.lastSeen?.getTime() ?? 0, release.deployments.at(-1)?.deployedAt.getTime() ?? 0);
+  const lastActivity = (release: { lastSeen?: Date; deployments: DeploymentDoc[]; declared?: DeclaredReleaseDoc }) =>
+    Math.max(release.lastSeen?.getTime() ?? 0, release.deployments.at(-1)?.deployedAt.getTime() ?? 0, release.declared?.dateReleased?.getTime() ?? release.declared?.createdAt.getTime() ?? 0);
   const ranked = [...releases].sort(([va, a], [vb, b]) => lastActivity(b) - lastActivity(a) || va.localeCompare(vb));
   const { page, next_cursor } = offsetPage(ranked, query);
   const versions = page.map(([version]) => version);
@@ -169,6 +179,8 @@ export async function listReleases(orgId: Types.ObjectId, query: z.infer<typeof 
         crash_free_rate: release.sessions > 0 ? rounded(1 - release.crashed / release.sessions, 6) : null,
         latest_verdict: latest?.verdict ?? null,
         latest_commit_url: latest ? commitUrlOf(links, latest) : null,
+        finalized_at: release.declared?.dateReleased?.toISOString() ?? null,
+        commits: (release.declared?.refs ?? []).map((ref) => ({ repository: ref.repository ?? '', commit: ref.commit ?? '' })),
       };
     }),
   );

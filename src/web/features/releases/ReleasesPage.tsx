@@ -70,6 +70,7 @@ function Releases() {
                         {release.version}
                       </Link>
                       <div className="small muted wrap-anywhere">{[release.projects.map(projectName).join(', '), release.environments.join(', ')].filter(Boolean).join(' · ')}</div>
+                      {release.finalized_at && <div className="small muted nowrap">finalized {formatTime(release.finalized_at)}</div>}
                     </>
                   ),
                 },
@@ -90,7 +91,11 @@ function Releases() {
                 { header: 'Error events', numeric: true, cell: (release) => formatCount(release.events) },
                 { header: 'Crash-free sessions', numeric: true, cell: (release) => formatPercent(release.crash_free_rate) },
                 { header: 'Latest verdict', cell: (release) => <VerdictBadge verdict={release.latest_verdict} pendingLabel={release.deployment_count ? 'not judged yet' : 'no deployment'} /> },
-                { header: 'Commit', cell: (release) => <CommitLink sha={null} url={release.latest_commit_url} /> },
+                {
+                  header: 'Commit',
+                  cell: (release) =>
+                    release.latest_commit_url || !release.commits[0] ? <CommitLink sha={null} url={release.latest_commit_url} /> : <CommitLink sha={release.commits[0].commit} url={null} repository={release.commits[0].repository} />,
+                },
               ]}
             />
             <Pager nextCursor={page.next_cursor} hasPrevious={Boolean(paging.releases)} onNext={paging.pageReleases} onFirst={() => paging.pageReleases(undefined)} />
