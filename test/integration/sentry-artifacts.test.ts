@@ -207,7 +207,7 @@ describe('chunk-upload options', () => {
       concurrency: 2,
       hashAlgorithm: 'sha1',
       compression: ['gzip'],
-      accept: ['artifact_bundles', 'artifact_bundles_v2'],
+      accept: ['release_files', 'artifact_bundles', 'artifact_bundles_v2'],
     });
   });
 

@@ -44,8 +44,10 @@ const sha1Of = (bytes: Uint8Array) => createHash('sha1').update(bytes).digest('h
 
 /**
  * What `GET /api/0/organizations/:org/chunk-upload` answers: where and how to upload chunks. `accept` names
- * artifact bundles (`artifact_bundles_v2`: ask which chunks are missing first), so sentry-cli 2.x uploads
- * `--release` source maps as bundles too, not through the per-file release-files API.
+ * artifact bundles (`artifact_bundles_v2`: ask which chunks are missing first). sentry-cli 2.x also needs
+ * `release_files` to upload `--release` source maps in chunks at all (else it falls back to the per-file
+ * release-files API); with artifact bundles accepted it then sends them as an artifact bundle too, so Sluice
+ * never sees the release-files assemble request.
  */
 export function chunkUploadOptions(url: string) {
   return {
@@ -57,7 +59,7 @@ export function chunkUploadOptions(url: string) {
     concurrency: CHUNK_UPLOAD_CONCURRENCY,
     hashAlgorithm: 'sha1',
     compression: ['gzip'],
-    accept: ['artifact_bundles', 'artifact_bundles_v2'],
+    accept: ['release_files', 'artifact_bundles', 'artifact_bundles_v2'],
   };
 }
 
