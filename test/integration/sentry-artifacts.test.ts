@@ -375,6 +375,6 @@ describe('bundles that cannot be stored', () => {
     form.append('file_gzip', new Blob([Buffer.from('plain bytes')]), sha1(Buffer.from('plain bytes')));
     const response = await fetch(`${h.api.baseUrl}/api/0/organizations/${slug}/chunk-upload/`, { method: 'POST', headers: { authorization: `Bearer ${key}` }, body: form });
     expect(response.status).toBe(400);
-    expect((await response.json()).detail).toContain('not valid gzip');
+    expect(((await response.json()) as { detail: string }).detail).toContain('not valid gzip');
   });
 });
