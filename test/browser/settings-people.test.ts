@@ -42,6 +42,10 @@ test('the owner renames the organization and sets its retention and a watched ga
   await owner.getByRole('heading', { level: 1, name: 'Organization' }).waitFor();
   await expect(owner.getByLabel('Organization name').inputValue()).resolves.toBe('Lovelace Labs');
   await owner.getByLabel('Organization name').fill(ORGANIZATION);
+  // the slug release tooling uses (SENTRY_ORG) was made from the name at sign-up
+  await expect(owner.getByLabel('Organization slug').inputValue()).resolves.toMatch(/^lovelace-labs(-\d+)?$/);
+  const slug = `engines-${Date.now().toString(36)}`;
+  await owner.getByLabel('Organization slug').fill(slug);
   await owner.getByLabel('Retention (days)').fill('90');
   await owner.getByRole('button', { name: 'Add a gauge' }).click();
   await owner.getByLabel('Gauge 1: metric name').fill('disk.used_ratio');
@@ -52,6 +56,7 @@ test('the owner renames the organization and sets its retention and a watched ga
   await owner.getByText(ORGANIZATION, { exact: true }).first().waitFor();
   await owner.reload();
   await expect(owner.getByLabel('Retention (days)').inputValue()).resolves.toBe('90');
+  await expect(owner.getByLabel('Organization slug').inputValue()).resolves.toBe(slug);
   await expect(owner.getByLabel('Gauge 1: metric name').inputValue()).resolves.toBe('disk.used_ratio');
   expect(await review(owner, 'settings-organization')).toEqual([]);
 }, 60_000);

@@ -152,7 +152,7 @@ export default function OrganizationPage() {
   const canEdit = useCan('admin');
   return (
     <>
-      <PageHeader title="Organization" description="Its name, how long its telemetry is kept, and the thresholds the services view watches." />
+      <PageHeader title="Organization" description="Its name, the slug release tooling uses, how long its telemetry is kept, and the thresholds the services view watches." />
       {!canEdit && <RoleLimit>Only owners and admins can change these settings; you can read them.</RoleLimit>}
       <QueryView query={settings} loadingLabel="Loading the settings…">
         {(data) => <SettingsForm settings={data} canEdit={canEdit} />}
