@@ -1,104 +1,32 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import vm from 'node:vm';
-import { build } from 'esbuild';
 import { createBlobStore } from '../../src/shared/clients/blob.js';
 import { createApiKey, signUp, type Account } from '../support/factories/accounts.js';
 import { envelope, eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
+import { SHOP_CDN, shopSources, type BrowserFrame, type MinifiedShop } from '../support/minified-shop.js';
 
 let h: Harness;
 useHarness((started) => (h = started), {}, { workers: true });
 
-const CDN = 'https://cdn.example.com/static';
+const CDN = SHOP_CDN;
 
-// Two TypeScript modules: submitOrder (a.ts) calls checkTotal (b.ts), which throws.
-const SOURCES = {
-  'a.ts': `import { checkTotal, type Order } from './b';
-
-export function submitOrder(order: Order): string {
-  const total = checkTotal(order);
-  return \`\${order.id}:\${total}\`;
-}
-`,
-  'b.ts': `export interface Order { id: string; total: number }
-
-export function checkTotal(order: Order): number {
-  if (order.total < 0) {
-    throw new RangeError(\`order \${order.id} has a negative total\`);
-  }
-  return order.total;
-}
-`,
-};
-
-interface Bundle {
-  file: string;
-  url: string;
-  code: string;
-  map: string;
-  /** The thrown error's stack as a browser SDK sends it: bundle frames only, oldest first. */
-  frames: Array<{ filename: string; abs_path: string; function: string; lineno: number; colno: number; in_app: boolean }>;
-}
-
-let sourceDir: string;
-
-/** A real minified build with an external source map; `banner` shifts every column, so two builds differ. */
-async function bundle(file: string, banner = ''): Promise<Bundle> {
-  const result = await build({
-    entryPoints: [join(sourceDir, 'a.ts')],
-    bundle: true,
-    minify: true,
-    sourcemap: 'external',
-    format: 'iife',
-    globalName: 'shop',
-    banner: { js: banner },
-    write: false,
-    outfile: join(sourceDir, 'dist', file),
-    logLevel: 'silent',
-  });
-  const code = result.outputFiles.find((output) => output.path.endsWith('.js'))!.text;
-  const map = result.outputFiles.find((output) => output.path.endsWith('.map'))!.text;
-  const url = `${CDN}/${file}`;
-  // Run it as a browser would have loaded it from the CDN and read where it threw from the stack.
-  const context: { shop?: { submitOrder(order: unknown): string } } = {};
-  vm.runInNewContext(`${code}\nthis.shop = shop;`, context, { filename: url });
-  let stack = '';
-  try {
-    context.shop!.submitOrder({ id: 'o-1', total: -5 });
-  } catch (error) {
-    stack = (error as Error).stack ?? '';
-  }
-  const frames = stack
-    .split('\n')
-    .flatMap((line) => {
-      const match = /^\s*at (?:(.+?) \()?(.+?):(\d+):(\d+)\)?$/.exec(line);
-      return match && match[2] === url ? [{ filename: url, abs_path: url, function: match[1] ?? '?', lineno: Number(match[3]), colno: Number(match[4]), in_app: true }] : [];
-    })
-    .reverse();
-  if (frames.length !== 2) throw new Error(`expected two bundle frames in:\n${stack}`);
-  return { file, url, code, map, frames };
-}
-
-let build1: Bundle;
-let build2: Bundle;
+let build1: MinifiedShop;
+let build2: MinifiedShop;
+let shop: Awaited<ReturnType<typeof shopSources>>;
 let owner: Account;
 let bearer: string;
 
 beforeAll(async () => {
-  sourceDir = await mkdtemp(join(tmpdir(), 'sluice-artifacts-'));
-  for (const [name, text] of Object.entries(SOURCES)) await writeFile(join(sourceDir, name), text);
-  build1 = await bundle('app.min.js');
-  build2 = await bundle('app.v2.min.js', 'var buildInfo={version:"2",features:["cart","checkout"]};');
+  shop = await shopSources();
+  build1 = await shop.build('app.min.js');
+  build2 = await shop.build('app.v2.min.js', { banner: 'var buildInfo={version:"2",features:["cart","checkout"]};' });
   owner = await signUp(h);
   bearer = (await createApiKey(owner)).secret;
 });
 
 afterAll(async () => {
-  await rm(sourceDir, { recursive: true, force: true });
+  await shop.remove();
 });
 
 type Upload = { status: number; body: any };
@@ -122,7 +50,7 @@ function uploadRaw(projectId: string, bytes: string | Uint8Array, fields: Record
   return call('POST', `/v1/projects/${projectId}/artifacts?${new URLSearchParams(fields)}`, { body: bytes, headers: { 'content-type': contentType } });
 }
 
-function browserEvent(frames: Bundle['frames'], extra: Record<string, unknown>) {
+function browserEvent(frames: BrowserFrame[], extra: Record<string, unknown>) {
   return {
     event_id: eventId(),
     timestamp: Date.now() / 1000,
@@ -191,7 +119,7 @@ describe('symbolication through uploaded source maps', () => {
   });
 
   test('a raw-body upload; an event from another minified build of the same code lands in the same issue', async () => {
-    const at = (frames: Bundle['frames']) => frames.map((f) => [f.function, f.lineno, f.colno]);
+    const at = (frames: BrowserFrame[]) => frames.map((f) => [f.function, f.lineno, f.colno]);
     expect(at(build2.frames)).not.toEqual(at(build1.frames));
     const uploaded = await uploadRaw(project.id, build2.map, { url: `${build2.url}.map`, release: 'shop@1.0.1', dist: 'web' }, 'application/json');
     expect(uploaded.status).toBe(201);

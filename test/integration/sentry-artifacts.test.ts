@@ -4,78 +4,19 @@
  * key; then the stored maps symbolicate events. (The real tool runs in sentry-cli.test.ts.)
  */
 import { createHash, randomUUID } from 'node:crypto';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import vm from 'node:vm';
 import { gzipSync } from 'node:zlib';
-import { build } from 'esbuild';
 import { zipSync, strToU8 } from 'fflate';
 import { createApiKey, signUp, type Account } from '../support/factories/accounts.js';
 import { envelope, eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
+import { SHOP_CDN, shopSources, type BrowserFrame, type MinifiedShop } from '../support/minified-shop.js';
 
 let h: Harness;
 useHarness((started) => (h = started), {}, { workers: true });
 
-const CDN = 'https://cdn.example.com/static';
-const SOURCES = {
-  'a.ts': `import { checkTotal, type Order } from './b';
-
-export function submitOrder(order: Order): string {
-  const total = checkTotal(order);
-  return \`\${order.id}:\${total}\`;
-}
-`,
-  'b.ts': `export interface Order { id: string; total: number }
-
-export function checkTotal(order: Order): number {
-  if (order.total < 0) {
-    throw new RangeError(\`order \${order.id} has a negative total\`);
-  }
-  return order.total;
-}
-`,
-};
-
-interface Built {
-  code: string;
-  map: string;
-  frames: Array<{ filename: string; abs_path: string; function: string; lineno: number; colno: number; in_app: boolean }>;
-}
-
-let sourceDir: string;
-
-/** A real minified build with its map, run as a browser loading it from the CDN would, with the frames of the error it throws. */
-async function minified(file: string, debugId?: string): Promise<Built> {
-  const result = await build({ entryPoints: [join(sourceDir, 'a.ts')], bundle: true, minify: true, sourcemap: 'external', format: 'iife', globalName: 'shop', write: false, outfile: join(sourceDir, 'dist', file), logLevel: 'silent' });
-  let code = result.outputFiles.find((output) => output.path.endsWith('.js'))!.text;
-  let map = result.outputFiles.find((output) => output.path.endsWith('.map'))!.text;
-  // what `sentry-cli sourcemaps inject` adds: the debug id in the file and in its map
-  if (debugId) {
-    code = `${code}//# debugId=${debugId}\n`;
-    map = JSON.stringify({ ...JSON.parse(map), debug_id: debugId, debugId });
-  }
-  const url = `${CDN}/${file}`;
-  const context: { shop?: { submitOrder(order: unknown): string } } = {};
-  vm.runInNewContext(`${code}\nthis.shop = shop;`, context, { filename: url });
-  let stack = '';
-  try {
-    context.shop!.submitOrder({ id: 'o-1', total: -5 });
-  } catch (error) {
-    stack = (error as Error).stack ?? '';
-  }
-  const frames = stack
-    .split('\n')
-    .flatMap((line) => {
-      const match = /^\s*at (?:(.+?) \()?(.+?):(\d+):(\d+)\)?$/.exec(line);
-      return match && match[2] === url ? [{ filename: url, abs_path: url, function: match[1] ?? '?', lineno: Number(match[3]), colno: Number(match[4]), in_app: true }] : [];
-    })
-    .reverse();
-  if (frames.length !== 2) throw new Error(`expected two bundle frames in:\n${stack}`);
-  return { code, map, frames };
-}
+const CDN = SHOP_CDN;
+let shop: Awaited<ReturnType<typeof shopSources>>;
 
 const sha1 = (bytes: Uint8Array) => createHash('sha1').update(bytes).digest('hex');
 
@@ -113,15 +54,14 @@ let key: string;
 let slug: string;
 
 beforeAll(async () => {
-  sourceDir = await mkdtemp(join(tmpdir(), 'sluice-sentry-artifacts-'));
-  for (const [name, text] of Object.entries(SOURCES)) await writeFile(join(sourceDir, name), text);
+  shop = await shopSources();
   owner = await signUp(h);
   key = (await createApiKey(owner, 'member')).secret;
   slug = (await owner.client.get('/v1/me')).body.organization.slug;
 });
 
 afterAll(async () => {
-  await rm(sourceDir, { recursive: true, force: true });
+  await shop.remove();
 });
 
 async function sentry(method: string, path: string, body?: unknown, token = key) {
@@ -162,7 +102,7 @@ async function projectSlug(projectId: string) {
 
 const artifactsOf = async (projectId: string) => (await owner.client.get(`/v1/projects/${projectId}/artifacts?limit=100`)).body.data as Array<Record<string, unknown>>;
 
-function browserEvent(frames: Built['frames'], extra: Record<string, unknown>) {
+function browserEvent(frames: BrowserFrame[], extra: Record<string, unknown>) {
   return {
     event_id: eventId(),
     timestamp: Date.now() / 1000,
@@ -223,13 +163,13 @@ describe('chunk-upload options', () => {
 
 describe('a debug-id bundle', () => {
   let project: ProjectWithDsn;
-  let built: Built;
+  let built: MinifiedShop;
   const debugId = randomUUID();
   let bundle: Buffer;
 
   beforeAll(async () => {
     project = await projectWithDsn(owner, h.ingest.baseUrl);
-    built = await minified('app.min.js', debugId);
+    built = await shop.build('app.min.js', { debugId });
     bundle = artifactBundle([
       { url: '~/static/app.min.js', type: 'minified_source', content: built.code, headers: { 'debug-id': debugId, Sourcemap: 'app.min.js.map' } },
       { url: '~/static/app.min.js.map', type: 'source_map', content: built.map, headers: { 'debug-id': debugId } },
@@ -276,7 +216,7 @@ describe('a debug-id bundle', () => {
 describe('a --release bundle with ~/ urls (the legacy form)', () => {
   test('is stored under the release, and an event of that release without debug ids resolves by file name', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
-    const built = await minified('app.min.js');
+    const built = await shop.build('app.min.js');
     const bundle = artifactBundle(
       [
         { url: '~/static/app.min.js', type: 'minified_source', content: built.code, headers: { Sourcemap: 'app.min.js.map' } },
@@ -300,7 +240,7 @@ describe('a --release bundle with ~/ urls (the legacy form)', () => {
 
   test('into two projects at once: each gets the files', async () => {
     const [one, two] = [await projectWithDsn(owner, h.ingest.baseUrl), await projectWithDsn(owner, h.ingest.baseUrl)];
-    const built = await minified('two.min.js');
+    const built = await shop.build('two.min.js');
     const bundle = artifactBundle([{ url: '~/static/two.min.js.map', type: 'source_map', content: built.map }], { release: 'shop@8.0.0' });
     const done = await uploadBundle(bundle, { projects: [await projectSlug(one.id), await projectSlug(two.id)], version: 'shop@8.0.0' });
     expect(done.body).toMatchObject({ state: 'ok' });
@@ -317,7 +257,7 @@ describe('bundles that cannot be stored', () => {
   });
 
   test('chunks that do not join into the checksum: state error with the reason, no artifacts', async () => {
-    const built = await minified('bad.min.js');
+    const built = await shop.build('bad.min.js');
     const bundle = artifactBundle([{ url: '~/static/bad.min.js.map', type: 'source_map', content: built.map }]);
     const wrong = sha1(Buffer.from('another bundle'));
     const chunks = chunksOf(bundle, 2);
@@ -331,7 +271,7 @@ describe('bundles that cannot be stored', () => {
   });
 
   test('a zip without manifest.json: state error, no artifacts', async () => {
-    const built = await minified('nomanifest.min.js');
+    const built = await shop.build('nomanifest.min.js');
     const bundle = artifactBundle([{ url: '~/static/nomanifest.min.js.map', type: 'source_map', content: built.map }], {}, false);
     const failed = await uploadBundle(bundle, { projects: [projectSlugName] });
     expect(failed.body).toMatchObject({ state: 'error', detail: 'the bundle has no manifest.json' });
@@ -339,7 +279,7 @@ describe('bundles that cannot be stored', () => {
   });
 
   test('a file the manifest calls a source map that is not one: state error naming it, and none of the bundle stored', async () => {
-    const built = await minified('half.min.js');
+    const built = await shop.build('half.min.js');
     const bundle = artifactBundle([
       { url: '~/static/half.min.js.map', type: 'source_map', content: built.map },
       { url: '~/static/broken.min.js.map', type: 'source_map', content: 'not a map' },
@@ -354,7 +294,7 @@ describe('bundles that cannot be stored', () => {
     const stranger = await signUp(h, 'stranger');
     const theirs = await projectWithDsn(stranger, h.ingest.baseUrl);
     const theirSlug = (await stranger.client.get(`/v1/projects/${theirs.id}`)).body.slug as string;
-    const built = await minified('theirs.min.js');
+    const built = await shop.build('theirs.min.js');
     const bundle = artifactBundle([{ url: '~/static/theirs.min.js.map', type: 'source_map', content: built.map }]);
     const chunks = chunksOf(bundle, 1);
     expect((await uploadChunks(chunks.map((chunk) => ({ bytes: chunk.bytes, name: chunk.sha1 })))).status).toBe(200);
