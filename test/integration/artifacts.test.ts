@@ -1,10 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createBlobStore } from '../../src/shared/clients/blob.js';
 import { createApiKey, signUp, type Account } from '../support/factories/accounts.js';
-import { envelope, eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
-import { eventually } from '../support/wait.js';
-import { SHOP_CDN, shopSources, type BrowserFrame, type MinifiedShop } from '../support/minified-shop.js';
+import { SHOP_CDN, sendEvent, shopErrorEvent, shopSources, storedEvent, type BrowserFrame, type MinifiedShop } from '../support/minified-shop.js';
 
 let h: Harness;
 useHarness((started) => (h = started), {}, { workers: true });
@@ -50,35 +49,6 @@ function uploadRaw(projectId: string, bytes: string | Uint8Array, fields: Record
   return call('POST', `/v1/projects/${projectId}/artifacts?${new URLSearchParams(fields)}`, { body: bytes, headers: { 'content-type': contentType } });
 }
 
-function browserEvent(frames: BrowserFrame[], extra: Record<string, unknown>) {
-  return {
-    event_id: eventId(),
-    timestamp: Date.now() / 1000,
-    platform: 'javascript',
-    level: 'error',
-    exception: { values: [{ type: 'RangeError', value: 'order o-1 has a negative total', mechanism: { type: 'onerror', handled: false }, stacktrace: { frames } }] },
-    ...extra,
-  };
-}
-
-async function send(project: ProjectWithDsn, event: { event_id: string }) {
-  const reply = await h.ingest.request('POST', `/api/${project.number}/envelope/?sentry_key=${project.publicKey}`, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]));
-  expect(reply.status).toBe(200);
-}
-
-/** The issue holding an event, once the worker has stored it, with the event as the API serves it. */
-async function storedEvent(project: ProjectWithDsn, id: string) {
-  return eventually(async () => {
-    const issues = (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data as Array<{ id: string; count: number }>;
-    for (const issue of issues) {
-      const events = (await owner.client.get(`/v1/issues/${issue.id}/events?limit=200`)).body.data as Array<{ event_id: string }>;
-      const event = events.find((candidate) => candidate.event_id === id);
-      if (event) return { issue, event: event as any };
-    }
-    return undefined;
-  }, `event ${id} stored`);
-}
-
 const crashing = (event: any) => event.exception[0].frames.at(-1);
 const calling = (event: any) => event.exception[0].frames.at(-2);
 
@@ -94,9 +64,9 @@ describe('symbolication through uploaded source maps', () => {
     expect(uploaded.body).toMatchObject({ project_id: project.id, name: '~/static/app.min.js.map', release: 'shop@1.0.0', dist: null, kind: 'source_map', size: Buffer.byteLength(build1.map) });
     expect(uploaded.body.sha256).toMatch(/^[0-9a-f]{64}$/);
 
-    const sent = browserEvent(build1.frames, { release: 'shop@1.0.0' });
-    await send(project, sent);
-    const { event } = await storedEvent(project, sent.event_id);
+    const sent = shopErrorEvent(build1.frames, { release: 'shop@1.0.0' });
+    await sendEvent(h, project, sent);
+    const { event } = await storedEvent(owner, project, sent.event_id);
     expect(event.symbolicated).toBe(true);
     expect(event.symbolication_errors).toEqual([]);
     expect(crashing(event)).toMatchObject({
@@ -125,11 +95,11 @@ describe('symbolication through uploaded source maps', () => {
     expect(uploaded.status).toBe(201);
     expect(uploaded.body).toMatchObject({ name: `${build2.url}.map`, release: 'shop@1.0.1', dist: 'web', kind: 'source_map', content_type: 'application/json' });
 
-    const first = browserEvent(build1.frames, { release: 'shop@1.0.0' });
-    const second = browserEvent(build2.frames, { release: 'shop@1.0.1', dist: 'web' });
-    await send(project, first);
-    await send(project, second);
-    const [a, b] = [await storedEvent(project, first.event_id), await storedEvent(project, second.event_id)];
+    const first = shopErrorEvent(build1.frames, { release: 'shop@1.0.0' });
+    const second = shopErrorEvent(build2.frames, { release: 'shop@1.0.1', dist: 'web' });
+    await sendEvent(h, project, first);
+    await sendEvent(h, project, second);
+    const [a, b] = [await storedEvent(owner, project, first.event_id), await storedEvent(owner, project, second.event_id)];
     expect(crashing(b.event)).toMatchObject({ filename: 'b.ts', function: 'checkTotal', lineno: 5, colno: 11, minified: { abs_path: build2.url, lineno: build2.frames[1]!.lineno, colno: build2.frames[1]!.colno } });
     expect(b.issue.id).toBe(a.issue.id);
   });
@@ -140,9 +110,9 @@ describe('symbolication through uploaded source maps', () => {
     expect(uploaded.status).toBe(201);
     expect(uploaded.body).toMatchObject({ debug_id: debugId, name: 'bundle.js.map', release: null });
 
-    const sent = browserEvent(build1.frames, { debug_meta: { images: [{ type: 'sourcemap', code_file: build1.url, debug_id: debugId }] } });
-    await send(project, sent);
-    const { event } = await storedEvent(project, sent.event_id);
+    const sent = shopErrorEvent(build1.frames, { debug_meta: { images: [{ type: 'sourcemap', code_file: build1.url, debug_id: debugId }] } });
+    await sendEvent(h, project, sent);
+    const { event } = await storedEvent(owner, project, sent.event_id);
     expect(event.symbolicated).toBe(true);
     expect(crashing(event)).toMatchObject({ filename: 'b.ts', function: 'checkTotal', lineno: 5, colno: 11, source_map: 'bundle.js.map' });
   });
@@ -156,9 +126,9 @@ describe("a minified file's sourceMappingURL", () => {
     expect(minified.body).toMatchObject({ kind: 'minified_source' });
     expect((await uploadRaw(project.id, build1.map, { name: 'https://cdn.example.com/maps/app.min.js.map', release: 'shop@4.0.0' })).status).toBe(201);
 
-    const sent = browserEvent(build1.frames, { release: 'shop@4.0.0' });
-    await send(project, sent);
-    const { event } = await storedEvent(project, sent.event_id);
+    const sent = shopErrorEvent(build1.frames, { release: 'shop@4.0.0' });
+    await sendEvent(h, project, sent);
+    const { event } = await storedEvent(owner, project, sent.event_id);
     expect(crashing(event)).toMatchObject({ filename: 'b.ts', function: 'checkTotal', lineno: 5, symbolicated: true, source_map: 'https://cdn.example.com/maps/app.min.js.map' });
   });
 });
@@ -166,9 +136,9 @@ describe("a minified file's sourceMappingURL", () => {
 describe('an event that arrives before its source map', () => {
   test('is served as not symbolicated, with the reason, and resolved when read once the map is uploaded', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
-    const sent = browserEvent(build1.frames, { release: 'shop@2.0.0' });
-    await send(project, sent);
-    const before = await storedEvent(project, sent.event_id);
+    const sent = shopErrorEvent(build1.frames, { release: 'shop@2.0.0' });
+    await sendEvent(h, project, sent);
+    const before = await storedEvent(owner, project, sent.event_id);
     expect(before.event.symbolicated).toBe(false);
     expect(before.event.symbolication_errors).toEqual([`no source map for ${build1.url} with release shop@2.0.0`]);
     expect(crashing(before.event)).toMatchObject({ abs_path: build1.url, lineno: 1, colno: build1.frames[1]!.colno, symbolicated: false, minified: null });
@@ -215,9 +185,9 @@ describe('the artifact list and deletion', () => {
     expect((await owner.client.get(`/v1/projects/${project.id}/artifacts?debug_id=${debugId}`)).body.data).toEqual([]);
 
     // the worker may have the map parsed in its cache: a later event still does not resolve through it
-    const sent = browserEvent(build1.frames, { release: 'shop@3.0.1' });
-    await send(project, sent);
-    const { event } = await storedEvent(project, sent.event_id);
+    const sent = shopErrorEvent(build1.frames, { release: 'shop@3.0.1' });
+    await sendEvent(h, project, sent);
+    const { event } = await storedEvent(owner, project, sent.event_id);
     expect(event.symbolicated).toBe(false);
     expect(event.symbolication_errors).toEqual([`no source map for ${build1.url} with release shop@3.0.1`]);
   });

@@ -7,10 +7,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
 import { zipSync, strToU8 } from 'fflate';
 import { createApiKey, signUp, type Account } from '../support/factories/accounts.js';
-import { envelope, eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
-import { eventually } from '../support/wait.js';
-import { SHOP_CDN, shopSources, type BrowserFrame, type MinifiedShop } from '../support/minified-shop.js';
+import { SHOP_CDN, sendEvent, shopErrorEvent, shopSources, storedEvent, type MinifiedShop } from '../support/minified-shop.js';
 
 let h: Harness;
 useHarness((started) => (h = started), {}, { workers: true });
@@ -102,35 +101,6 @@ async function projectSlug(projectId: string) {
 
 const artifactsOf = async (projectId: string) => (await owner.client.get(`/v1/projects/${projectId}/artifacts?limit=100`)).body.data as Array<Record<string, unknown>>;
 
-function browserEvent(frames: BrowserFrame[], extra: Record<string, unknown>) {
-  return {
-    event_id: eventId(),
-    timestamp: Date.now() / 1000,
-    platform: 'javascript',
-    level: 'error',
-    exception: { values: [{ type: 'RangeError', value: 'order o-1 has a negative total', mechanism: { type: 'onerror', handled: false }, stacktrace: { frames } }] },
-    ...extra,
-  };
-}
-
-async function send(project: ProjectWithDsn, event: { event_id: string }) {
-  const reply = await h.ingest.request('POST', `/api/${project.number}/envelope/?sentry_key=${project.publicKey}`, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]));
-  expect(reply.status).toBe(200);
-}
-
-/** The event as the API serves it, once the worker has stored it. */
-async function storedEvent(project: ProjectWithDsn, id: string) {
-  return eventually(async () => {
-    const issues = (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data as Array<{ id: string }>;
-    for (const issue of issues) {
-      const events = (await owner.client.get(`/v1/issues/${issue.id}/events?limit=200`)).body.data as Array<{ event_id: string }>;
-      const event = events.find((candidate) => candidate.event_id === id);
-      if (event) return event as any;
-    }
-    return undefined;
-  }, `event ${id} stored`);
-}
-
 const crashing = (event: any) => event.exception[0].frames.at(-1);
 
 describe('chunk-upload options', () => {
@@ -205,9 +175,9 @@ describe('a debug-id bundle', () => {
   });
 
   test('an event with debug_meta comes back with the original file, line and function', async () => {
-    const sent = browserEvent(built.frames, { debug_meta: { images: [{ type: 'sourcemap', code_file: `${CDN}/app.min.js`, debug_id: debugId }] } });
-    await send(project, sent);
-    const event = await storedEvent(project, sent.event_id);
+    const sent = shopErrorEvent(built.frames, { debug_meta: { images: [{ type: 'sourcemap', code_file: `${CDN}/app.min.js`, debug_id: debugId }] } });
+    await sendEvent(h, project, sent);
+    const { event } = await storedEvent(owner, project, sent.event_id);
     expect(event.symbolicated).toBe(true);
     expect(crashing(event)).toMatchObject({ filename: 'b.ts', function: 'checkTotal', lineno: 5, colno: 11, symbolicated: true, source_map: '~/static/app.min.js.map' });
   });
@@ -232,9 +202,9 @@ describe('a --release bundle with ~/ urls (the legacy form)', () => {
       ['~/static/app.min.js.map', 'shop@7.0.0', 'web', null],
     ]);
 
-    const sent = browserEvent(built.frames, { release: 'shop@7.0.0', dist: 'web' });
-    await send(project, sent);
-    const event = await storedEvent(project, sent.event_id);
+    const sent = shopErrorEvent(built.frames, { release: 'shop@7.0.0', dist: 'web' });
+    await sendEvent(h, project, sent);
+    const { event } = await storedEvent(owner, project, sent.event_id);
     expect(crashing(event)).toMatchObject({ filename: 'b.ts', function: 'checkTotal', lineno: 5, symbolicated: true, source_map: '~/static/app.min.js.map' });
   });
 

@@ -3,6 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import vm from 'node:vm';
 import { build } from 'esbuild';
+import type { Account } from './factories/accounts.js';
+import { envelope, eventId, type ProjectWithDsn } from './factories/telemetry.js';
+import type { Harness } from './harness.js';
+import { eventually } from './wait.js';
 
 /**
  * A small TypeScript "shop" built the way a web app ships: minified with an external source map, then
@@ -90,4 +94,35 @@ async function minifiedShop(dir: string, file: string, { banner = '', debugId }:
     .reverse();
   if (frames.length !== 2) throw new Error(`expected two bundle frames in:\n${stack}`);
   return { file, url, code, map, frames };
+}
+
+/** The shop's RangeError as a browser SDK reports it, with the given frames (and `extra` fields: release, debug_meta…). */
+export function shopErrorEvent(frames: BrowserFrame[], extra: Record<string, unknown>) {
+  return {
+    event_id: eventId(),
+    timestamp: Date.now() / 1000,
+    platform: 'javascript',
+    level: 'error',
+    exception: { values: [{ type: 'RangeError', value: 'order o-1 has a negative total', mechanism: { type: 'onerror', handled: false }, stacktrace: { frames } }] },
+    ...extra,
+  };
+}
+
+/** Sends an event through ingest, as an SDK would. */
+export async function sendEvent(h: Harness, project: ProjectWithDsn, event: { event_id: string }) {
+  const reply = await h.ingest.request('POST', `/api/${project.number}/envelope/?sentry_key=${project.publicKey}`, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]));
+  expect(reply.status).toBe(200);
+}
+
+/** The issue holding an event, once the worker has stored it, with the event as the API serves it. */
+export async function storedEvent(account: Account, project: ProjectWithDsn, id: string) {
+  return eventually(async () => {
+    const issues = (await account.client.get(`/v1/issues?project=${project.id}`)).body.data as Array<{ id: string; count: number }>;
+    for (const issue of issues) {
+      const events = (await account.client.get(`/v1/issues/${issue.id}/events?limit=200`)).body.data as Array<{ event_id: string }>;
+      const event = events.find((candidate) => candidate.event_id === id);
+      if (event) return { issue, event: event as any };
+    }
+    return undefined;
+  }, `event ${id} stored`);
 }
