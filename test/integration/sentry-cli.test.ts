@@ -22,6 +22,8 @@ import { type Harness, useHarness } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
 
 const CLI = resolve('node_modules/@sentry/cli-linux-x64/bin/sentry-cli');
+/** The 2.x binary @sentry/vite-plugin runs; it sends the release calls to the project-scoped routes. */
+const CLI_2 = resolve('node_modules/@sentry/vite-plugin/node_modules/@sentry/cli-linux-x64/bin/sentry-cli');
 const VITE = resolve('node_modules/vite/bin/vite.js');
 const APP = resolve('test/fixtures/sentry-vite-app');
 const REPORT_ERROR = join(APP, 'report-error.mjs');
@@ -97,6 +99,7 @@ interface Ci {
 }
 
 const sentryCli = (ci: Ci, args: string[], extra: Record<string, string> = {}) => runProgram(CLI, args, { env: toolEnv(ci.token, ci.org, ci.project, extra), cwd: work });
+const sentryCli2 = (ci: Ci, args: string[]) => runProgram(CLI_2, args, { env: toolEnv(ci.token, ci.org, ci.project), cwd: work });
 
 /** `--log-level` would show the requests; the plain output is what a CI log shows, so a failure prints it. */
 const shown = (run: Run) => `exit ${run.code}\n--- stdout\n${run.stdout}\n--- stderr\n${run.stderr}`;
@@ -293,6 +296,26 @@ describe('@sentry/vite-plugin 5.4.1 in a real Vite build of the fixture app', ()
     const listed = expectSuccess(await sentryCli(ci, ['releases', 'list', '--raw']));
     expect(listed.stdout.split('\n')).toContain(release);
   }, 120_000);
+});
+
+describe('sentry-cli 2.58.6, as CI pinned to 2.x runs it', () => {
+  test('releases new, info, finalize, list and delete work through the project-scoped routes; a member key is refused the delete there too', async () => {
+    const release = 'shop@7.0.0';
+    expect(expectSuccess(await sentryCli2(ci, ['releases', 'new', release])).stdout).toContain(`Created release ${release}`);
+    expect(expectSuccess(await sentryCli2(ci, ['releases', 'info', release])).stdout).toContain(release);
+    expect(expectSuccess(await sentryCli2(ci, ['releases', 'finalize', release])).stdout).toContain(`Finalized release ${release}`);
+    expect(expectSuccess(await sentryCli2(ci, ['releases', 'list', '--raw'])).stdout.split('\n')).toContain(release);
+
+    const member = { ...ci, token: (await createApiKey(owner, 'member')).secret };
+    const refused = await sentryCli2(member, ['releases', 'delete', release]);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('(http status: 403)');
+
+    expect(expectSuccess(await sentryCli2(ci, ['releases', 'delete', release])).stdout).toContain(`Deleted release ${release}!`);
+    // gone: info exits 1 without output, and the list no longer has it
+    expect((await sentryCli2(ci, ['releases', 'info', release])).code).toBe(1);
+    expect(expectSuccess(await sentryCli2(ci, ['releases', 'list', '--raw'])).stdout.split('\n')).not.toContain(release);
+  });
 });
 
 describe('auth: a Sluice API key, scoped like the /v1 routes', () => {
