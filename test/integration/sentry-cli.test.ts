@@ -98,7 +98,7 @@ interface Ci {
   project: string;
 }
 
-const sentryCli = (ci: Ci, args: string[], extra: Record<string, string> = {}) => runProgram(CLI, args, { env: toolEnv(ci.token, ci.org, ci.project, extra), cwd: work });
+const sentryCli = (ci: Ci, args: string[]) => runProgram(CLI, args, { env: toolEnv(ci.token, ci.org, ci.project), cwd: work });
 const sentryCli2 = (ci: Ci, args: string[]) => runProgram(CLI_2, args, { env: toolEnv(ci.token, ci.org, ci.project), cwd: work });
 
 /** `--log-level` would show the requests; the plain output is what a CI log shows, so a failure prints it. */
