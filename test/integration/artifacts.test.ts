@@ -116,6 +116,18 @@ describe('symbolication through uploaded source maps', () => {
     expect(event.symbolicated).toBe(true);
     expect(crashing(event)).toMatchObject({ filename: 'b.ts', function: 'checkTotal', lineno: 5, colno: 11, source_map: 'bundle.js.map' });
   });
+
+  test("a Node service's own unbundled file beside a bundle is left as it is, not reported as a missing map", async () => {
+    const debugId = randomUUID();
+    await uploadForm(project.id, build1.map, { debug_id: debugId }, 'bundle.js.map');
+    const server = { filename: '/srv/shop/server.mjs', abs_path: '/srv/shop/server.mjs', function: 'handle', lineno: 12, colno: 5, in_app: true };
+    const sent = shopErrorEvent([server, ...build1.frames], { platform: 'node', debug_meta: { images: [{ type: 'sourcemap', code_file: build1.url, debug_id: debugId }] } });
+    await sendEvent(h, project, sent);
+    const { event } = await storedEvent(owner, project, sent.event_id);
+    expect({ symbolicated: event.symbolicated, errors: event.symbolication_errors }).toEqual({ symbolicated: true, errors: [] });
+    expect(event.exception[0].frames[0]).toMatchObject({ abs_path: '/srv/shop/server.mjs', function: 'handle', lineno: 12, symbolicated: null, symbolication_error: null });
+    expect(crashing(event)).toMatchObject({ filename: 'b.ts', function: 'checkTotal', symbolicated: true });
+  });
 });
 
 describe("a minified file's sourceMappingURL", () => {

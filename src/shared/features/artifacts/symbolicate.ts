@@ -36,6 +36,8 @@ const JS_FILE = /\.(?:m?js|cjs)(?:[?#].*)?$/i;
 /** Already original: TypeScript frames (Node with --enable-source-maps) and engine internals. */
 const NOT_MINIFIED = /\.(?:m?ts|cts|tsx)(?:[?#].*)?$|^(?:node:|native\b|<anonymous>|\[native code\])/i;
 const URL_ORIGIN = /^[a-z][a-z0-9+.-]*:\/\/[^/]*/i;
+/** A path on the machine that ran the code (`/srv/app/index.mjs`, `C:\\app\\index.js`, `file:///…`), not a URL a browser loaded. */
+const LOCAL_FILE = /^(?:\/|[a-z]:[\\/]|file:\/\/)/i;
 
 const str = (value: unknown) => (typeof value === 'string' && value !== '' ? value : undefined);
 const obj = (value: unknown) => (value && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined);
@@ -216,6 +218,11 @@ export function createSymbolicator(blobs: BlobStore, options: { maxMaps?: number
         const key = JSON.stringify([keys.release ?? null, keys.dist, debugId ?? null, path]);
         if (!lookups.has(key)) lookups.set(key, anyArtifacts ? lookup(keys, path, debugId) : Promise.resolve(missing(path, debugId, keys)));
         const found = await lookups.get(key)!;
+        // a server's own file run as it is (Node without a bundler) has no map to find: nothing to report
+        if (!found.map && !debugId && LOCAL_FILE.test(path)) {
+          callerToken = null;
+          continue;
+        }
         if (found.map) callerToken = applyMap(frame, found.map, found.symbolication, callerToken);
         else {
           frame.symbolication = found.symbolication;
