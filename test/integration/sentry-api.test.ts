@@ -3,20 +3,15 @@
  * the real tool runs in sentry-cli.test.ts): Sluice API keys as Bearer tokens, organisations by slug,
  * Sentry's `{"detail"}` errors, releases declared, given commits, finalized, deployed and deleted.
  */
-import { startGitHub } from '../support/code-host.js';
+import { useGitHub } from '../support/code-host.js';
 import { createApiKey, createProject, signUp, type Account } from '../support/factories/accounts.js';
 import { type Harness, useHarness } from '../support/harness.js';
 
 const GITHUB_TOKEN = 'ghp_sentry_api_token_0001';
 const SHA = '0123456789abcdef0123456789abcdef01234567';
 
-let github: Awaited<ReturnType<typeof startGitHub>>;
 const env: Record<string, string> = {};
-beforeAll(async () => {
-  github = await startGitHub(GITHUB_TOKEN, ['acme/shop']);
-  env.GITHUB_API_URL = github.url;
-});
-afterAll(() => github.close());
+useGitHub(GITHUB_TOKEN, ['acme/shop'], env);
 
 let h: Harness;
 useHarness((started) => (h = started), env);

@@ -14,7 +14,7 @@ import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build } from 'esbuild';
-import { startGitHub } from '../support/code-host.js';
+import { useGitHub } from '../support/code-host.js';
 import { createApiKey, signUp, type Account } from '../support/factories/accounts.js';
 import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
@@ -34,13 +34,8 @@ const SHA = 'f3b5c1d2e4a6978812345678909abcdefabcdef0';
 // The code host a project's repository is connected on: enough of GitHub's REST API for the integration
 // to verify acme/shop.
 
-let github: Awaited<ReturnType<typeof startGitHub>>;
 const env: Record<string, string> = {};
-beforeAll(async () => {
-  github = await startGitHub(GITHUB_TOKEN, ['acme/shop']);
-  env.GITHUB_API_URL = github.url;
-});
-afterAll(() => github.close());
+useGitHub(GITHUB_TOKEN, ['acme/shop'], env);
 
 let h: Harness;
 useHarness((started) => (h = started), env, { workers: true });

@@ -24,3 +24,16 @@ export async function startGitHub(token: string, repositories: string[]): Promis
       }),
   };
 }
+
+/**
+ * The stand-in for a test file: started before the harness (call this before `useHarness`, with the env
+ * object the harness gets, which receives GITHUB_API_URL) and stopped after it.
+ */
+export function useGitHub(token: string, repositories: string[], env: Record<string, string>): void {
+  let github: Awaited<ReturnType<typeof startGitHub>> | undefined;
+  beforeAll(async () => {
+    github = await startGitHub(token, repositories);
+    env.GITHUB_API_URL = github.url;
+  });
+  afterAll(() => github?.close());
+}
