@@ -112,6 +112,13 @@ describe('/settings/projects', () => {
     expect(stored).toMatchObject({ name: '~/static/app.min.js.map', release: 'storefront@1.4.0', dist: 'web', kind: 'source_map', size: Buffer.byteLength(map) });
     expect(await review(page, 'settings-projects-artifact')).toEqual([]);
 
+    // the CI steps name this API, the organisation and the project by their slugs
+    const [me, projectJson] = [(await ownerApi.get('/v1/me')).body, (await ownerApi.get(`/v1/projects/${project.id}`)).body];
+    const steps = page.getByRole('figure', { name: 'sentry-cli steps' });
+    await showsText(steps, `export SENTRY_ORG=${me.organization.slug}`);
+    await showsText(steps, `export SENTRY_PROJECT=${projectJson.slug}`);
+    await showsText(steps, `export SENTRY_URL=${dashboard.apiUrl}`);
+
     await row.getByRole('button', { name: 'Delete' }).click();
     await page.getByRole('dialog').getByRole('button', { name: 'Delete artifact' }).click();
     await page.getByRole('heading', { name: 'No artifacts yet' }).waitFor();

@@ -1,9 +1,12 @@
 import { useRef, useState, type FormEvent } from 'react';
+import { runtimeConfig } from '../../api/client';
+import { CodeBlock } from '../../components/CodeBlock';
 import { ConfirmButton } from '../../components/ConfirmButton';
 import { Pager, Table } from '../../components/Table';
 import { EmptyState, ErrorNotice, QueryView } from '../../components/states';
 import { formatBytes, formatTime } from '../../lib/format';
 import { useQueryParams } from '../../lib/url-state';
+import { useMe } from '../auth/api';
 import type { Project } from '../projects/api';
 import { useArtifacts, useDeleteArtifact, useUploadArtifact, type Artifact } from './project-api';
 
@@ -84,6 +87,32 @@ function DeleteArtifact({ project, artifact, canAdmin }: { project: Project; art
   );
 }
 
+/** The CI steps that upload this project's maps and record its releases with the stock sentry-cli, pointed at this API. */
+function FromCi({ project }: { project: Project }) {
+  const organization = useMe().data?.organization.slug ?? '<organization slug>';
+  const code = [
+    `export SENTRY_URL=${runtimeConfig().api_url}`,
+    'export SENTRY_AUTH_TOKEN=<a Sluice API key>   # Settings → API keys',
+    `export SENTRY_ORG=${organization}`,
+    `export SENTRY_PROJECT=${project.slug}`,
+    'VERSION=<your release>',
+    'npx @sentry/cli releases new "$VERSION"',
+    'npx @sentry/cli sourcemaps inject ./dist',
+    'npx @sentry/cli sourcemaps upload --release "$VERSION" ./dist',
+    'npx @sentry/cli releases finalize "$VERSION"',
+    'npx @sentry/cli releases deploys "$VERSION" new -e production',
+  ].join('\n');
+  return (
+    <div className="from-ci">
+      <h3>From CI with sentry-cli</h3>
+      <p className="small muted">
+        sentry-cli and the Sentry bundler plugins (Vite, webpack, esbuild) work unchanged against Sluice: give them these values. A deploy recorded this way is a Sluice deployment, with its health verdict.
+      </p>
+      <CodeBlock code={code} label="sentry-cli steps" />
+    </div>
+  );
+}
+
 /** Source maps and minified files of the project: the list (paged by `?artifacts=` cursor), upload and delete. */
 export function ProjectArtifacts({ project, canAdmin }: { project: Project; canAdmin: boolean }) {
   const { get, update } = useQueryParams();
@@ -126,6 +155,7 @@ export function ProjectArtifacts({ project, canAdmin }: { project: Project; canA
       </QueryView>
       {!canAdmin && <p className="small muted">Members may upload; only admins and owners can delete artifacts.</p>}
       <UploadArtifact project={project} />
+      <FromCi project={project} />
     </section>
   );
 }
