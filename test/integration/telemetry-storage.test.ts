@@ -7,7 +7,7 @@ import { createBlobStore, type BlobStore } from '../../src/shared/clients/blob.j
 import { loadConfig } from '../../src/shared/config.js';
 import { CronCheck, CronPing } from '../../src/shared/features/cron/model.js';
 import { ingestSdkCheckIns } from '../../src/shared/features/cron/service.js';
-import { ErrorEvent, Issue } from '../../src/shared/features/issues/model.js';
+import { ErrorEvent, hourOfKey, Issue } from '../../src/shared/features/issues/model.js';
 import { ingestErrorEvents } from '../../src/shared/features/issues/store.js';
 import { Log, LogPattern } from '../../src/shared/features/logs/model.js';
 import { ingestLogs } from '../../src/shared/features/logs/service.js';
@@ -495,5 +495,24 @@ describe('retention cleanup', () => {
     expect(await blobs.get(oldBlob)).toBeUndefined();
     expect(await blobs.get(middleBlobOfBrief)).toBeUndefined();
     expect((await blobs.get(middleBlobOfKept))?.toString()).toBe('middle');
+  });
+
+  test("an issue that outlives its retention keeps only the hours of counts within it (each kept hour makes every count of it dearer)", async () => {
+    const project = await projectOf();
+    const event = { message: 'a long-lived issue', level: 'error', fingerprint: ['long-lived'] };
+    const times = [NOW - 45 * DAY_MS, NOW - 31 * DAY_MS, NOW - 29 * DAY_MS, NOW - DAY_MS];
+    for (const [index, timeMs] of times.entries()) await ingestErrorEvents([project.stamp({ eventId: hex(16), timeMs, event })], `long-lived-${index}`);
+    const hoursOf = async () => Object.keys((await Issue.findOne({ projectId: project.objectId }).lean())!.hourly as Record<string, number>).map(hourOfKey).sort();
+    expect(await hoursOf()).toHaveLength(4);
+
+    const removed = await cleanup(blobs, new Date(NOW));
+    expect(removed.issueHours).toBeGreaterThanOrEqual(2);
+    expect(await hoursOf()).toEqual(times.slice(2).map((ms) => Math.floor(ms / 3_600_000)));
+    const issue = (await Issue.findOne({ projectId: project.objectId }).lean())!;
+    expect(issue.eventCount).toBe(4);
+    // what the API answers for those hours: the kept ones still counted, the dropped ones 0 like any hour without events
+    const series = await project.account.client.get(`/v1/issues/${issue._id.toHexString()}/series?from=${new Date(NOW - 46 * DAY_MS).toISOString()}&to=${new Date(NOW).toISOString()}`);
+    const counted = (series.body.data as Array<{ time: string; events: number }>).filter((point) => point.events > 0).map((point) => Date.parse(point.time));
+    expect(counted).toEqual(times.slice(2).map((ms) => Math.floor(ms / 3_600_000) * 3_600_000));
   });
 });

@@ -58,6 +58,7 @@ issueSchema.index({ status: 1, ignoredUntil: 1 });
 /** An issue's `hourly` counts are keyed by the hour since the epoch. */
 export const HOUR_MS = 3_600_000;
 export const hourKey = (hour: number) => `h${hour}`;
+export const hourOfKey = (key: string) => Number(key.slice(1));
 
 /** Occurrences of an issue are listed a page at a time; a page holds this many, in the order they were counted. */
 export const EVENT_PAGE_SIZE = 100;
