@@ -10,6 +10,7 @@ import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { QueueName } from '../shared/queues.js';
 import { shareWriteTurns } from '../shared/telemetry/storage.js';
+import { writeEndUsers } from '../shared/features/users/service.js';
 import { upgradeStoredData } from '../shared/features/maintenance/upgrades.js';
 import { alertsProcessor } from './processors/alerts.js';
 import { investigationsProcessor } from './processors/investigations.js';
@@ -31,6 +32,8 @@ const schedules = [
 ] as const;
 /** Jobs each worker process runs at once per queue: probes and deliveries wait on the network, so many at once. */
 const concurrencyOf = (name: QueueName, config: Config) => ({ telemetry: config.WORKER_CONCURRENCY, maintenance: 1, monitors: 8, alerts: 8, investigations: 2 })[name];
+/** How often a workers process writes the end users its flushes saw: the users list is this far behind at most. */
+const END_USER_WRITE_MS = 5_000;
 /** On FerretDB's PostgreSQL backend: indexes for collections created since start (see ferretdb-indexes). */
 const storeIndexSchedule = { queue: 'maintenance', id: 'store-indexes', every: 60_000, job: 'store-indexes' } as const;
 
@@ -86,9 +89,14 @@ export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl 
     }
     logger.info({ queues: workers.map((w) => w.name) }, 'workers started');
   })().catch((error: unknown) => logger.error({ err: error }, 'job schedulers could not be declared'));
+  // the end users the flushes saw, written once per user per interval (see writeEndUsers)
+  const writeUsers = () => writeEndUsers().catch((error: unknown) => logger.error({ err: error }, 'writing end users failed'));
+  const usersTimer = setInterval(writeUsers, END_USER_WRITE_MS);
   return async () => {
     await Promise.race([declared, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
     await Promise.all(workers.map((worker) => worker.close()));
+    clearInterval(usersTimer);
+    await writeUsers();
     await Promise.all([...queues.values()].map((q) => q.close()));
     mailer?.close();
   };

@@ -160,7 +160,15 @@ test('errors sent to both ingest processes, as an SDK retrying through a balance
   await sleep(3000);
   const issues = await countOf();
   expect(issues.map((issue) => [issue.count, issue.user_count])).toEqual([[events.length, users.length]]);
-  const perUser = (await owner.client.get(`/v1/users?project=${dsnProject.id}&limit=200`)).body.data as { event_count: number }[];
+  // each workers process writes the end users its flushes saw every few seconds
+  const perUser = await eventually(
+    paced(async () => {
+      const listed = (await owner.client.get(`/v1/users?project=${dsnProject.id}&limit=200`)).body.data as { event_count: number }[];
+      return listed.reduce((sum, user) => sum + user.event_count, 0) === events.length ? listed : undefined;
+    }),
+    'every end user counted',
+    20_000,
+  );
   expect(perUser.map((user) => user.event_count)).toEqual(users.map(() => events.length / users.length));
   // usage counts records as the workers accept them: each copy of a retried event
   const usage = (await owner.client.get(`/v1/usage?project=${dsnProject.id}`)).body as { categories: { category: string; used: number }[] };

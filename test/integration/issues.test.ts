@@ -171,7 +171,10 @@ describe('a flush of several batches', () => {
     // the first batch again (its job retried after its worker died), with two new batches in the same flush
     const flush = [retried, { batchId: 'flush-2', items: [item('FlushError', 'ada'), item('OtherFlushError', 'cy')] }, { batchId: 'flush-3', items: [item('FlushError', 'cy')] }];
     await storeErrorBatches(flush);
+    const { writeEndUsers } = await import('../../src/shared/features/users/service.js');
     const counted = async () => {
+      // the end users this process's flushes saw, written as a workers process writes them every few seconds
+      await writeEndUsers();
       const issues = (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data;
       const users = (await owner.client.get(`/v1/users?project=${project.id}&limit=10`)).body.data;
       const releases = (await owner.client.get(`/v1/releases?project=${project.id}`)).body.data;
@@ -210,6 +213,8 @@ describe('concurrent batches', () => {
     await Promise.all(batches.map((batch, b) => countUsage('errors', [{ batchId: `contended-${b}`, items: batch }])));
     const [issue] = (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data;
     expect(issue).toMatchObject({ count: 200, user_count: 40 });
+    const { writeEndUsers } = await import('../../src/shared/features/users/service.js');
+    expect(await writeEndUsers()).toBe(40);
     const users = await owner.client.get(`/v1/users?project=${project.id}&limit=200`);
     expect(users.body.data.reduce((sum: number, user: { event_count: number }) => sum + user.event_count, 0)).toBe(200);
     const usage = await mongoose.connection.db!.collection('usage').find({ projectId: new Types.ObjectId(project.id), category: 'errors' }).toArray();

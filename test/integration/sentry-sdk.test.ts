@@ -83,8 +83,12 @@ describe('@sentry/node 11 pointed at the ingest service', () => {
   test('user context becomes an end user and the issue counts them', async () => {
     const issue = issues.find((i) => i.type === 'SyntaxError');
     expect(issue.user_count).toBe(1);
-    const users = await owner.client.get(`/v1/users?project=${project.id}`);
-    expect(users.body.data).toEqual([expect.objectContaining({ user_id: 'user-42', email: 'ada@example.com', username: 'ada', event_count: 1 })]);
+    // the workers write the end users their flushes saw every few seconds
+    const users = await eventually(async () => {
+      const listed = (await owner.client.get(`/v1/users?project=${project.id}`)).body.data as unknown[];
+      return listed.length > 0 ? listed : undefined;
+    }, 'the end user listed');
+    expect(users).toEqual([expect.objectContaining({ user_id: 'user-42', email: 'ada@example.com', username: 'ada', event_count: 1 })]);
   });
 
   test('resolve, then a new occurrence regresses the issue', async () => {

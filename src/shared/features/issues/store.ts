@@ -296,7 +296,7 @@ async function plannedPages(events: PreparedEvent[]): Promise<{ pages: Map<strin
  * after a crash counts into each issue exactly what it had not. An event another batch stored is
  * that batch's to count, so duplicates count once. The release rollups and end users, plain `$inc`s
  * that cannot tell a retry, take each batch's events under its claim: once, or not at all if the
- * worker dies right after claiming.
+ * worker dies right after claiming (end users wait for `writeEndUsers`, see users/service).
  */
 export async function storeErrorBatches(batches: RecordBatch<ErrorEventRecord>[], now = new Date(), symbolicator?: Symbolicator): Promise<void> {
   const items = batches.flatMap(({ items }) => items);
@@ -370,10 +370,8 @@ export async function storeErrorBatches(batches: RecordBatch<ErrorEventRecord>[]
   const counting = [...new Set(toCount.map((e) => e.batchId))];
   const claimed = await claimBatches(counting, ISSUES_COUNTED, now);
   const once = toCount.filter((e) => claimed.has(e.batchId));
-  await Promise.all([
-    countIntoReleases(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errorEvents: 1 } }))),
-    recordEndUsers(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, user: e.user, seenAt: e.at }))),
-  ]);
+  recordEndUsers(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, user: e.user, seenAt: e.at })));
+  await countIntoReleases(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errorEvents: 1 } })));
   counting.forEach(rememberFinished);
 }
 

@@ -36,36 +36,83 @@ export interface Sighting {
   seenAt: Date;
 }
 
-/** Upserts the end users of a batch of events, one write per user however many events name them; anonymous events are skipped. */
-export async function recordEndUsers(sightings: Sighting[]): Promise<void> {
-  const byUser = new Map<string, { sighting: Sighting; userKey: string; count: number; first: Date; last: Date }>();
+interface PendingUser {
+  orgId: Types.ObjectId;
+  projectId: Types.ObjectId;
+  userKey: string;
+  /** The newest sighting's identity fields: what the user is shown with. */
+  user: SentUser;
+  count: number;
+  first: Date;
+  last: Date;
+}
+
+/**
+ * End users' sightings not yet written, by project and identity. The flushes that store error events
+ * only add to it; `writeEndUsers` (every END_USER_WRITE_MS in a workers process, and at its shutdown)
+ * writes each user once however many flushes named them since, off the path that makes events
+ * readable. Each user costs the store one update whatever it holds (about 1.3 ms on FerretDB; `npm
+ * run bench:writes`), so the fewer the writes, the more events a second the workers store. What a
+ * process holds here when it dies is lost, as counts already were when a worker died between a
+ * batch's claim and its counts: end users' counts are at most once.
+ */
+const pending = new Map<string, PendingUser>();
+/** Past this many users waiting (a write far slower than the sightings) the oldest are let go rather than the process's memory. */
+const PENDING_USERS_MAX = 100_000;
+
+/** Adds the end users of a flush's events (counted once per batch by the caller's claim) to those waiting; anonymous events are skipped. */
+export function recordEndUsers(sightings: Sighting[]): void {
   for (const sighting of sightings) {
     const userKey = userKeyOf(sighting.user);
     if (!userKey) continue;
-    const key = `${sighting.projectId.toHexString()}:${userKey}`;
-    const seen = byUser.get(key);
-    if (!seen) byUser.set(key, { sighting, userKey, count: 1, first: sighting.seenAt, last: sighting.seenAt });
-    else {
-      seen.count++;
-      if (sighting.seenAt < seen.first) seen.first = sighting.seenAt;
-      if (sighting.seenAt >= seen.last) [seen.last, seen.sighting] = [sighting.seenAt, sighting];
-    }
+    merge(`${sighting.projectId.toHexString()}:${userKey}`, { orgId: sighting.orgId, projectId: sighting.projectId, userKey, user: sighting.user!, count: 1, first: sighting.seenAt, last: sighting.seenAt });
   }
-  await upsertAll(
+}
+
+function merge(key: string, sighting: PendingUser): void {
+  const seen = pending.get(key);
+  if (!seen) {
+    pending.set(key, sighting);
+    if (pending.size > PENDING_USERS_MAX) pending.delete(pending.keys().next().value!);
+    return;
+  }
+  seen.count += sighting.count;
+  if (sighting.first < seen.first) seen.first = sighting.first;
+  if (sighting.last >= seen.last) [seen.last, seen.user] = [sighting.last, sighting.user];
+}
+
+let writing: Promise<void> | undefined;
+
+/**
+ * Writes the waiting end users, one upsert each, and answers how many; one write at a time (a call
+ * while one runs waits for it, then writes what came since). A write the store refuses loses what it
+ * took, at most once like the rest: it may have applied part of it.
+ */
+export async function writeEndUsers(): Promise<number> {
+  while (writing) await writing.catch(() => undefined);
+  const taken = [...pending.values()];
+  pending.clear();
+  if (taken.length === 0) return 0;
+  writing = upsertAll(
     EndUser.collection,
-    [...byUser.values()].map(({ sighting, userKey, count, first, last }) => {
-      const user = sighting.user!;
+    taken.map(({ orgId, projectId, userKey, user, count, first, last }) => {
       const fields = { userId: text(user.id), email: text(user.email), username: text(user.username), ipAddress: text(user.ip_address) };
       const known = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== null));
       return {
         updateOne: {
-          filter: { _id: endUserKey(sighting.projectId, userKey) },
-          update: { $setOnInsert: { orgId: sighting.orgId, projectId: sighting.projectId, userKey }, $set: known, $min: { firstSeen: first }, $max: { lastSeen: last }, $inc: { eventCount: count } },
+          filter: { _id: endUserKey(projectId, userKey) },
+          update: { $setOnInsert: { orgId, projectId, userKey }, $set: known, $min: { firstSeen: first }, $max: { lastSeen: last }, $inc: { eventCount: count } },
           upsert: true,
         },
       };
     }),
   );
+  try {
+    await writing;
+    return taken.length;
+  } finally {
+    writing = undefined;
+  }
 }
 
 export const endUserJson = z.object({
