@@ -1,11 +1,12 @@
 import { pipeline } from 'node:stream/promises';
-import { Writable, type Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import { createBrotliDecompress, createGunzip, createInflate } from 'node:zlib';
 import busboy from 'busboy';
 import type { Request } from 'express';
 import { z } from 'zod';
 import type { BlobStore } from '../../shared/clients/blob.js';
 import { AppError } from '../../shared/errors.js';
+import { collector } from '../../shared/http/collect.js';
 import { ARTIFACT_MAX_BYTES, artifactFields, artifactJson, listArtifactsQuery, type ArtifactFields } from '../../shared/features/artifacts/schemas.js';
 import { deleteArtifact, listArtifacts, uploadArtifact, type ArtifactUpload } from '../../shared/features/artifacts/service.js';
 import { defineRoute, listOf } from '../routing.js';
@@ -31,24 +32,10 @@ function decoded(req: Request): Readable {
   return stream;
 }
 
-/** Collects a stream into a buffer, failing with 413 as soon as it passes `limit`. */
-function collector(limit: number) {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      size += chunk.length;
-      if (size > limit) return done(tooLarge());
-      chunks.push(chunk);
-      done();
-    },
-  });
-  return { sink, bytes: () => Buffer.concat(chunks, size) };
-}
 
 async function readRaw(req: Request, contentType: string | undefined, limit: number): Promise<Omit<ArtifactUpload, 'fields'> & { fields: Record<string, string> }> {
   if (req.get('content-encoding') === undefined && Number(req.get('content-length') ?? 0) > limit) throw tooLarge();
-  const { sink, bytes } = collector(limit);
+  const { sink, bytes } = collector(limit, tooLarge);
   await pipeline(decoded(req), sink).catch((error: unknown) => {
     throw error instanceof AppError ? error : new AppError('invalid_request', 'the upload could not be read', { cause: error });
   });

@@ -1,5 +1,4 @@
 import { once } from 'node:events';
-import { Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { createGunzip } from 'node:zlib';
 import busboy from 'busboy';
@@ -7,6 +6,7 @@ import type { Request } from 'express';
 import type { Types } from 'mongoose';
 import type { BlobStore } from '../../shared/clients/blob.js';
 import { AppError } from '../../shared/errors.js';
+import { collector } from '../../shared/http/collect.js';
 import {
   assembleBody,
   assembleBundle,
@@ -76,21 +76,12 @@ async function readChunks(req: Request, orgId: Types.ObjectId, blobs: BlobStore)
       fail(new AppError('validation_failed', 'chunks go in parts named "file_gzip" (gzip) or "file"', { details: [{ path: `body.${field}`, message: 'unexpected part' }] }));
       return;
     }
-    const parts: Buffer[] = [];
-    let size = 0;
-    const sink = new Writable({
-      write(data: Buffer, _encoding, done) {
-        size += data.length;
-        if (size > CHUNK_SIZE) return done(chunkTooLarge());
-        parts.push(data);
-        done();
-      },
-    });
+    const { sink, bytes: collected } = collector(CHUNK_SIZE, chunkTooLarge);
     const decoded = field === 'file_gzip' ? pipeline(stream, createGunzip(), sink) : pipeline(stream, sink);
     decoding.push(
       decoded.then(
         () => {
-          const bytes = Buffer.concat(parts, size);
+          const bytes = collected();
           storing = storing.then(async () => {
             if (failure) return;
             await storeChunk(orgId, info.filename ?? '', bytes, blobs).then(() => void stored++, fail);
