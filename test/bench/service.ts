@@ -46,7 +46,7 @@
  * (10000), BENCH_E2E_CONCURRENCY (32), BENCH_OPEN_SECONDS (30), BENCH_RATE (sustainable events/s when e2e
  * is not run), BENCH_BURST_SPANS (40000), BENCH_BURST_EVENTS (5000), BENCH_SINGLE_RATE (100),
  * BENCH_SINGLE_OWN_POSTGRES (unset), BENCH_SIZES (10000,100000,1000000), BENCH_READ_REPEATS (20), BENCH_FILL_CONCURRENCY (16),
- * BENCH_SETTLE_SECONDS (30), BENCH_CPU_PROFILE (a directory: the ingest, workers and single processes write V8 CPU
+ * BENCH_SETTLE_SECONDS (90), BENCH_CPU_PROFILE (a directory: the ingest, workers and single processes write V8 CPU
  * profiles into its ingest/, workers/ and single/ folders when they stop). A quick run (a few minutes):
  *
  *   BENCH_REQUESTS=300 BENCH_E2E_RECORDS=2000 BENCH_OPEN_SECONDS=10 BENCH_BURST_SPANS=4000 \
@@ -83,7 +83,8 @@ const SINGLE_OWN_POSTGRES = process.env.BENCH_SINGLE_OWN_POSTGRES === '1';
 const SIZES = listFromEnv('BENCH_SIZES', '10000,100000,1000000').map(Number);
 const READ_REPEATS = numberFromEnv('BENCH_READ_REPEATS', 20);
 const FILL_CONCURRENCY = numberFromEnv('BENCH_FILL_CONCURRENCY', 16);
-const SETTLE_SECONDS = numberFromEnv('BENCH_SETTLE_SECONDS', 30);
+// long enough for FerretDB's pool to close idle PostgreSQL connections, which it checks every minute
+const SETTLE_SECONDS = numberFromEnv('BENCH_SETTLE_SECONDS', 90);
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE;
 
 /** The store bench's mix, with metric points for the metric series read. */
