@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { User, type UserDoc } from '../../shared/features/accounts/model.js';
+import { me } from '../../shared/features/accounts/service.js';
 import { AppError } from '../../shared/errors.js';
 import { findProjectBySlug, listProjectsOf } from '../../shared/features/projects/service.js';
 import type { ProjectDoc } from '../../shared/features/projects/model.js';
@@ -162,8 +162,8 @@ export const sentryRoutes = () => [
     path: '/',
     access: 'member',
     handler: async ({ principal }) => {
-      const user = await User.findById(principal.userId).lean<UserDoc>();
-      return { body: { version: '0', auth: { scopes: scopesOf(principal.role) }, user: user && { id: user._id.toHexString(), email: user.email, name: user.name ?? '' } } };
+      const { user } = await me(principal);
+      return { body: { version: '0', auth: { scopes: scopesOf(principal.role) }, user: { id: user.id, email: user.email, name: user.name } } };
     },
   }),
   sentryRoute({ method: 'get', path: '/organizations', access: 'member', handler: async ({ organization }) => ({ body: [organizationJson(organization)] }) }),

@@ -3,8 +3,8 @@ import cookieParser from 'cookie-parser';
 import { z, type ZodType } from 'zod';
 import type { Config } from '../../shared/config.js';
 import { AppError } from '../../shared/errors.js';
-import { Organization, type OrganizationDoc } from '../../shared/features/accounts/model.js';
-import { organizationSlug } from '../../shared/features/accounts/organization-slug.js';
+import type { OrganizationDoc } from '../../shared/features/accounts/model.js';
+import { organizationWithSlug } from '../../shared/features/accounts/organization-slug.js';
 import { errorHandler } from '../../shared/http/errors.js';
 import type { Logger } from '../../shared/logger.js';
 import type { MemberPrincipal, Principal, Role } from '../../shared/principal.js';
@@ -58,9 +58,9 @@ function parseQuery(schema: AnyObject, query: unknown) {
 }
 
 async function callerOrganization(principal: MemberPrincipal): Promise<SentryOrganization> {
-  const org = await Organization.findById(principal.orgId).lean<OrganizationDoc>();
-  if (!org) throw new AppError('not_found', 'The requested resource does not exist');
-  return { _id: org._id, name: org.name, createdAt: org.createdAt, slug: await organizationSlug(org) };
+  const organization = await organizationWithSlug(principal.orgId);
+  if (!organization) throw new AppError('not_found', 'The requested resource does not exist');
+  return organization;
 }
 
 export interface SentryApiOptions {

@@ -56,3 +56,9 @@ export async function changeOrganizationSlug(org: Pick<OrganizationDoc, '_id' | 
   await Organization.updateOne({ _id: org._id }, { $set: { slug } });
   await OrganizationSlug.deleteOne({ _id: previous, orgId: org._id });
 }
+
+/** An organisation with its slug, or undefined when it does not exist. */
+export async function organizationWithSlug(orgId: Types.ObjectId): Promise<(Pick<OrganizationDoc, '_id' | 'name' | 'createdAt'> & { slug: string }) | undefined> {
+  const org = await Organization.findById(orgId).lean<OrganizationDoc>();
+  return org ? { _id: org._id, name: org.name, createdAt: org.createdAt, slug: await organizationSlug(org) } : undefined;
+}
