@@ -49,16 +49,15 @@ import { SSO_PATHS, ssoGate, ssoRoutes } from './routes/sso.js';
 import { createDnsClient } from '../shared/clients/dns.js';
 import { createOidcClient } from '../shared/clients/oidc.js';
 import { aiUnavailableGate, investigationRoutes } from './routes/investigations.js';
-import { mountRoutes, type AnyRoute } from './routing.js';
+import { JSON_BODY_LIMIT, mountRoutes, type AnyRoute } from './routing.js';
 import { sentryApi } from './sentry/routing.js';
 import { sentryRoutes } from './sentry/routes.js';
-import { isChunkUpload, sentryArtifactRoutes } from './sentry/artifacts.js';
+import { isBundleUpload, sentryArtifactRoutes } from './sentry/artifacts.js';
 import { usageRoutes } from './routes/usage.js';
 import { checkoutRoutes } from './routes/checkout.js';
 import { createPayments } from '../shared/clients/payments.js';
 import { shareWriteTurns } from '../shared/telemetry/storage.js';
 
-export const JSON_BODY_LIMIT = '1mb';
 
 /** Express matches paths case-insensitively and folds repeated slashes into no route: the redaction covers both. */
 export const redactCheckinToken = (url: string) => url.replace(/(\/v1\/+checkins\/+)[^/?#]+/i, '$1[redacted]');
@@ -166,7 +165,7 @@ export function createApiApp(options: ApiAppOptions): Express {
   app.use(healthRouter({ mongo: pingMongo, redis: () => pingRedis(redis), blob: () => blobs.ping() }, { email: mailer ? () => mailer.ping() : { off: 'SMTP_URL is not set: email destinations and digests are off' } }));
 
   // sentry-cli and the Sentry bundler plugins: Sentry's paths and error shape, our credentials and roles
-  app.use('/api/0', sentryApi([...sentryRoutes(), ...sentryArtifactRoutes(blobs)], { config, logger, limits: deps.limits, readsOwnBody: isChunkUpload }));
+  app.use('/api/0', sentryApi([...sentryRoutes(), ...sentryArtifactRoutes(blobs)], { config, logger, limits: deps.limits, noDeadline: isBundleUpload }));
 
   const v1 = Router();
   // a request still working after REQUEST_DEADLINE_MS is answered 503 deadline_exceeded and its reads stop

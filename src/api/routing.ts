@@ -48,6 +48,9 @@ export const defineRoute = <B extends ZodType, Q extends AnyObject, P extends An
   route: RouteDefinition<B, Q, P, R, A>,
 ) => route as unknown as AnyRoute;
 
+/** What a JSON request body may weigh (uploads are read by their routes, with their own limits). */
+export const JSON_BODY_LIMIT = '1mb';
+
 const MAX_BODY_DEPTH = 32;
 
 function tooDeep(value: unknown, depth = 0): boolean {

@@ -5,6 +5,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
+import { createBlobStore } from '../../src/shared/clients/blob.js';
+import { cleanup } from '../../src/shared/features/maintenance/service.js';
 import { zipSync, strToU8 } from 'fflate';
 import { createApiKey, signUp, type Account } from '../support/factories/accounts.js';
 import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
@@ -238,6 +240,22 @@ describe('bundles that cannot be stored', () => {
     expect(failed).toMatchObject({ status: 200, body: { state: 'error', missingChunks: [] } });
     expect(failed.body.detail).toContain('checksum does not match');
     expect(await artifactsOf(project.id)).toEqual([]);
+  });
+
+  test('chunks of an upload never assembled are removed by the hourly cleanup an hour on, and then count as missing', async () => {
+    const built = await shop.build('abandoned.min.js');
+    const bundle = artifactBundle([{ url: '~/static/abandoned.min.js.map', type: 'source_map', content: built.map }]);
+    const chunks = chunksOf(bundle, 2);
+    expect((await uploadChunks(chunks.map((chunk) => ({ bytes: chunk.bytes, name: chunk.sha1 })))).status).toBe(200);
+    const blobs = createBlobStore(h.config);
+    const stored = chunks.map((chunk) => blobs.get(`bundle-chunks/${owner.organization.id}/${chunk.sha1}`));
+    expect((await Promise.all(stored)).every(Boolean)).toBe(true);
+
+    const removed = await cleanup(blobs, new Date(Date.now() + 61 * 60_000));
+    expect(removed.bundleChunks).toBeGreaterThanOrEqual(2);
+    for (const chunk of chunks) expect(await blobs.get(`bundle-chunks/${owner.organization.id}/${chunk.sha1}`)).toBeUndefined();
+    const asked = await assemble({ checksum: sha1(bundle), chunks: chunks.map((chunk) => chunk.sha1), projects: [projectSlugName] });
+    expect(asked.body).toMatchObject({ state: 'not_found', missingChunks: chunks.map((chunk) => chunk.sha1) });
   });
 
   test('a zip without manifest.json: state error, no artifacts', async () => {

@@ -15,8 +15,6 @@ import {
   CHUNKS_PER_REQUEST,
   chunkUploadOptions,
   storeChunk,
-  sweepExpiredChunks,
-  type AssembleRequest,
 } from '../../shared/features/artifacts/bundles.js';
 import { sentryRoute, type SentryRoute } from './routing.js';
 
@@ -27,15 +25,13 @@ import { sentryRoute, type SentryRoute } from './routing.js';
 
 const CHUNK_UPLOAD_PATH = /^(?:\/api\/0)?\/organizations\/[^/]+\/chunk-upload\/?$/i;
 const ASSEMBLE_PATH = /^(?:\/api\/0)?\/organizations\/[^/]+\/artifactbundle\/assemble\/?$/i;
-/** An assemble request's JSON: a few hundred bytes of sha1s. */
-const ASSEMBLE_BODY_MAX_BYTES = 64 * 1024;
 
 /**
- * The requests these routes read themselves, which the router leaves without JSON parser and deadline: chunk
- * uploads (up to 32 MiB of gzip parts) and assemble requests (which join and unzip up to a 50 MiB bundle and
- * store its files before answering, so `ok` means the maps are usable; that takes longer than a read may).
+ * The requests whose time is the client's, which the router gives no deadline: chunk uploads (up to 32 MiB of
+ * gzip parts) and assemble requests (which join and unzip up to a 50 MiB bundle and store its files before
+ * answering, so `ok` means the maps are usable; that takes longer than a read may).
  */
-export const isChunkUpload = (req: Request) => req.method === 'POST' && (CHUNK_UPLOAD_PATH.test(req.path) || ASSEMBLE_PATH.test(req.path));
+export const isBundleUpload = (req: Request) => req.method === 'POST' && (CHUNK_UPLOAD_PATH.test(req.path) || ASSEMBLE_PATH.test(req.path));
 
 const requestTooLarge = () => new AppError('payload_too_large', `a chunk upload request may be at most ${CHUNK_REQUEST_MAX_BYTES} bytes`);
 const chunkTooLarge = () => new AppError('payload_too_large', `a chunk may be at most ${CHUNK_SIZE} bytes uncompressed`);
@@ -131,33 +127,6 @@ async function readChunks(req: Request, orgId: Types.ObjectId, blobs: BlobStore)
   return stored;
 }
 
-/** The assemble request's JSON, read by the route itself (the router's JSON parser leaves it alone, see isChunkUpload). */
-async function readAssembleRequest(req: Request): Promise<AssembleRequest> {
-  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new AppError('unsupported_media_type', 'request bodies must be application/json');
-  const parts: Buffer[] = [];
-  let size = 0;
-  for await (const data of req as AsyncIterable<Buffer>) {
-    size += data.length;
-    if (size > ASSEMBLE_BODY_MAX_BYTES) {
-      drain(req);
-      throw new AppError('payload_too_large', `an assemble request may be at most ${ASSEMBLE_BODY_MAX_BYTES} bytes`);
-    }
-    parts.push(data);
-  }
-  let json: unknown;
-  try {
-    json = JSON.parse(Buffer.concat(parts, size).toString('utf8'));
-  } catch (error) {
-    throw new AppError('invalid_request', 'the body is not valid JSON', { cause: error });
-  }
-  const result = assembleBody.safeParse(json);
-  if (!result.success) {
-    const details = result.error.issues.map((issue) => ({ path: ['body', ...issue.path.map(String)].join('.'), message: issue.message }));
-    throw new AppError('validation_failed', 'the assemble request failed validation', { details });
-  }
-  return result.data;
-}
-
 export const sentryArtifactRoutes = (blobs: BlobStore): SentryRoute[] => [
   sentryRoute({
     method: 'get',
@@ -172,8 +141,6 @@ export const sentryArtifactRoutes = (blobs: BlobStore): SentryRoute[] => [
     access: 'member',
     handler: async ({ req, principal }) => {
       await readChunks(req, principal.orgId, blobs);
-      // abandoned uploads go as uploads go on
-      await sweepExpiredChunks(blobs);
       return { status: 200 };
     },
   }),
@@ -181,6 +148,7 @@ export const sentryArtifactRoutes = (blobs: BlobStore): SentryRoute[] => [
     method: 'post',
     path: '/organizations/:org/artifactbundle/assemble',
     access: 'member',
-    handler: async ({ req, principal }) => ({ body: await assembleBundle(principal, await readAssembleRequest(req), blobs, req.ip) }),
+    body: assembleBody,
+    handler: async ({ req, principal, body }) => ({ body: await assembleBundle(principal, body, blobs, req.ip) }),
   }),
 ];

@@ -11,7 +11,7 @@ import type { MemberPrincipal, Principal, Role } from '../../shared/principal.js
 import { authenticate, rateLimitIdentity, rateLimitOrganisation } from '../middleware/authenticate.js';
 import { deadline } from '../middleware/deadline.js';
 import { rateLimitBy, type RateLimits } from '../middleware/rate-limit.js';
-import { authorize, detailsOf, parseBody, parseParams } from '../routing.js';
+import { authorize, detailsOf, JSON_BODY_LIMIT, parseBody, parseParams } from '../routing.js';
 
 /**
  * The Sentry-compatible routes under `/api/0/`: the subset of Sentry's web API that sentry-cli and the
@@ -67,16 +67,17 @@ export interface SentryApiOptions {
   config: Config;
   logger: Logger;
   limits: RateLimits;
-  /** Routes that read their own request body (uploads): no deadline, no JSON parser. */
-  readsOwnBody: (req: Request) => boolean;
+  /** Requests whose time is the client's (uploads, assembling what was uploaded): no request deadline. */
+  noDeadline: (req: Request) => boolean;
 }
 
 /** The `/api/0` router: authentication, limits and errors as `/v1` has them, in Sentry's shapes; every other path a Sentry-shaped 404. */
-export function sentryApi(routes: readonly SentryRoute[], { config, logger, limits, readsOwnBody }: SentryApiOptions): Router {
+export function sentryApi(routes: readonly SentryRoute[], { config, logger, limits, noDeadline }: SentryApiOptions): Router {
   const answerError = errorHandler(logger, sentryErrorBody);
   const router = Router();
-  router.use(deadline(config.REQUEST_DEADLINE_MS, answerError, readsOwnBody));
-  router.use(express.json({ limit: '1mb', type: (req) => !readsOwnBody(req as Request) && /^application\/json\b/i.test(req.headers['content-type'] ?? '') }));
+  router.use(deadline(config.REQUEST_DEADLINE_MS, answerError, noDeadline));
+  // chunk uploads are multipart, read by their route
+  router.use(express.json({ limit: JSON_BODY_LIMIT, type: (req) => /^application\/json\b/i.test(req.headers['content-type'] ?? '') }));
   router.use(cookieParser());
   router.use(authenticate(config));
   router.use(rateLimitBy(limits.api, rateLimitIdentity));

@@ -6,7 +6,9 @@ import type { BlobStore } from '../../clients/blob.js';
 import { AppError, isDuplicateKey } from '../../errors.js';
 import type { MemberPrincipal } from '../../principal.js';
 import { auditAs } from '../audit/service.js';
-import { Project, type ProjectDoc } from '../projects/model.js';
+import type { ProjectDoc } from '../projects/model.js';
+import { projectsBySlugs } from '../projects/service.js';
+import { inParallel } from '../../telemetry/storage.js';
 import { Artifact, ArtifactBundle, BundleChunk, type ArtifactBundleDoc, type ArtifactKind } from './model.js';
 import { ARTIFACT_MAX_BYTES, normalizeDebugId } from './schemas.js';
 import { artifactBlobKey, classify } from './service.js';
@@ -27,7 +29,7 @@ export const CHUNK_REQUEST_MAX_BYTES = 32 * 1024 * 1024;
 export const CHUNKS_PER_REQUEST = 64;
 /** Chunk requests a tool sends at once: each holds up to one chunk in memory here. */
 export const CHUNK_UPLOAD_CONCURRENCY = 2;
-/** Chunks never assembled are removed after this long (swept at later chunk uploads). */
+/** Chunks never assembled are removed after this long (by the hourly cleanup). */
 export const CHUNK_TTL_MS = 60 * 60 * 1000;
 /** A bundle's files unzipped, all together: bounds the work of one assemble (a map compresses about 4:1). */
 export const BUNDLE_UNZIPPED_MAX_BYTES = 4 * BUNDLE_MAX_BYTES;
@@ -89,10 +91,7 @@ async function removeChunks(docs: Array<{ _id: Types.ObjectId; orgId: Types.Obje
   for (const doc of docs) await blobs.delete(bundleChunkBlobKey(doc.orgId, doc.sha1));
 }
 
-/**
- * Removes a batch of chunks (of any organisation) uploaded more than CHUNK_TTL_MS ago and never assembled:
- * called on each chunk upload, so abandoned uploads do not pile up while uploads go on.
- */
+/** Removes a batch of chunks (of any organisation) uploaded more than CHUNK_TTL_MS ago and never assembled: the hourly cleanup's. */
 export async function sweepExpiredChunks(blobs: BlobStore, now = new Date()): Promise<number> {
   const cutoff = new Date(now.getTime() - CHUNK_TTL_MS);
   const expired = await BundleChunk.find({ uploadedAt: { $lt: cutoff } }, { orgId: 1, sha1: 1 }).sort({ uploadedAt: 1 }).limit(SWEEP_BATCH).lean();
@@ -231,25 +230,14 @@ function describe(file: BundleFile, bytes: Buffer, release: string | null, dist:
   };
 }
 
-/** Runs `work` over `items`, `limit` at a time. */
-async function inParallel<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>) {
-  let next = 0;
-  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await work(items[next++]!);
-  });
-  await Promise.all(lanes);
-}
-
 const answer = (state: BundleState, missingChunks: string[] = [], detail: string | null = null): AssembleAnswer => ({ state, missingChunks, detail });
 
 /** The projects a request names, all of the caller's organisation: an unknown slug is a 404 before anything is read or written. */
-async function projectsBySlug(orgId: Types.ObjectId, slugs: readonly string[]): Promise<ProjectDoc[]> {
-  const unique = [...new Set(slugs)];
-  if (unique.length === 0) throw new AppError('validation_failed', 'an artifact bundle is assembled into at least one project', { details: [{ path: 'body.projects', message: 'required' }] });
-  const found = await Project.find({ orgId, slug: { $in: unique } }).lean<ProjectDoc[]>();
-  const missing = unique.filter((slug) => !found.some((project) => project.slug === slug));
+async function projectsNamed(orgId: Types.ObjectId, slugs: readonly string[]): Promise<ProjectDoc[]> {
+  if (slugs.length === 0) throw new AppError('validation_failed', 'an artifact bundle is assembled into at least one project', { details: [{ path: 'body.projects', message: 'required' }] });
+  const { found, missing } = await projectsBySlugs(orgId, slugs);
   if (missing.length) throw new AppError('not_found', `project ${missing.map((slug) => JSON.stringify(slug)).join(', ')} not found`);
-  return unique.map((slug) => found.find((project) => project.slug === slug)!);
+  return found;
 }
 
 /**
@@ -263,7 +251,7 @@ async function bundlesToAssemble(projects: ProjectDoc[], checksum: string, relea
   for (const project of projects) {
     const bundle = existing.find((doc) => doc.projectId.equals(project._id));
     if (bundle?.state === 'ok') {
-      const kept = await Artifact.countDocuments({ _id: { $in: bundle.artifactIds } });
+      const kept = await Artifact.countDocuments({ projectId: project._id, _id: { $in: bundle.artifactIds } });
       if (kept === bundle.artifactIds.length) continue;
       await ArtifactBundle.deleteOne({ _id: bundle._id, state: 'ok' });
     } else if (bundle?.state === 'assembling') {
@@ -286,7 +274,7 @@ async function bundlesToAssemble(projects: ProjectDoc[], checksum: string, relea
  * its files twice. Its chunks are removed once assembled.
  */
 export async function assembleBundle(principal: MemberPrincipal, request: AssembleRequest, blobs: BlobStore, ip: string | undefined, now = new Date()): Promise<AssembleAnswer> {
-  const projects = await projectsBySlug(principal.orgId, request.projects ?? []);
+  const projects = await projectsNamed(principal.orgId, request.projects ?? []);
   const requestedRelease = request.version || null;
   const requestedDist = request.dist || null;
   const { pending, busy } = await bundlesToAssemble(projects, request.checksum, requestedRelease, requestedDist, now);

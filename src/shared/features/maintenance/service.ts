@@ -1,6 +1,7 @@
 import type { mongo, Types } from 'mongoose';
 import type { BlobStore } from '../../clients/blob.js';
 import { AppliedBatch, oneAtATime } from '../../telemetry/storage.js';
+import { sweepExpiredChunks } from '../artifacts/bundles.js';
 import { Organization, Session } from '../accounts/model.js';
 import { Feedback } from '../feedback/model.js';
 import { ErrorEvent, HOUR_MS, hourOfKey, Issue, IssueUser, type IssueDoc } from '../issues/model.js';
@@ -115,7 +116,14 @@ export async function cleanup(blobs: BlobStore, now = new Date()): Promise<Recor
     sessions: (await Session.deleteMany({ expiresAt: { $lte: now } })).deletedCount,
     appliedBatches: (await AppliedBatch.deleteMany({ appliedAt: { $lt: new Date(now.getTime() - APPLIED_BATCH_KEEP_MS) } })).deletedCount,
     replaySegments: 0,
+    bundleChunks: 0,
   };
+  // chunks sentry-cli uploaded and never assembled (an upload cut short), a batch at a time
+  for (;;) {
+    const swept = await sweepExpiredChunks(blobs, now);
+    removed.bundleChunks! += swept;
+    if (swept === 0) break;
+  }
   for await (const org of Organization.find({}, { retentionDays: 1 }).lean().cursor()) {
     const cutoff = new Date(now.getTime() - org.retentionDays * DAY_MS);
     removed.replaySegments! += await expireReplaySegments(org._id, cutoff, blobs);

@@ -56,6 +56,16 @@ export async function findProject(orgId: Types.ObjectId, projectId: string): Pro
 /** The project with this slug in the organisation, if any. */
 export const findProjectBySlug = (orgId: Types.ObjectId, slug: string) => Project.findOne({ orgId, slug }).lean<ProjectDoc>();
 
+/** The organisation's projects named by slug, in the order named, and the slugs that name none. */
+export async function projectsBySlugs(orgId: Types.ObjectId, slugs: readonly string[]): Promise<{ found: ProjectDoc[]; missing: string[] }> {
+  const unique = [...new Set(slugs)];
+  const projects = unique.length ? await Project.find({ orgId, slug: { $in: unique } }).lean<ProjectDoc[]>() : [];
+  return {
+    found: unique.flatMap((slug) => projects.find((project) => project.slug === slug) ?? []),
+    missing: unique.filter((slug) => !projects.some((project) => project.slug === slug)),
+  };
+}
+
 /** Every project of the organisation, oldest first (release tooling lists them unpaged). */
 export const listProjectsOf = (orgId: Types.ObjectId) => Project.find({ orgId }).sort({ createdAt: 1, _id: 1 }).limit(1000).lean<ProjectDoc[]>();
 

@@ -8,7 +8,8 @@ import { Deployment, type DeploymentDoc } from '../deployments/model.js';
 import { createDeployment } from '../deployments/service.js';
 import { Integration, type IntegrationDoc } from '../integrations/model.js';
 import { Issue } from '../issues/model.js';
-import { Project, type ProjectDoc } from '../projects/model.js';
+import type { ProjectDoc } from '../projects/model.js';
+import { listProjectsOf, projectsBySlugs } from '../projects/service.js';
 import { DeclaredRelease, ReleaseSummary, type DeclaredReleaseDoc } from './model.js';
 
 /**
@@ -46,9 +47,7 @@ const declaredId = (orgId: Types.ObjectId, version: string) => contentId('declar
 
 /** The organisation's projects named by slug; an unknown slug is the caller's mistake, said by name. */
 export async function projectsBySlug(orgId: Types.ObjectId, slugs: string[]): Promise<ProjectDoc[]> {
-  const wanted = [...new Set(slugs)];
-  const found = wanted.length ? await Project.find({ orgId, slug: { $in: wanted } }).lean<ProjectDoc[]>() : [];
-  const missing = wanted.filter((slug) => !found.some((project) => project.slug === slug));
+  const { found, missing } = await projectsBySlugs(orgId, slugs);
   if (missing.length) throw new AppError('validation_failed', `no project with the slug ${missing.map((slug) => `"${slug}"`).join(', ')} in this organization`);
   return found;
 }
@@ -161,7 +160,7 @@ function merge(version: string, declared: DeclaredReleaseDoc | undefined, seen: 
 type Seen = { projectId: Types.ObjectId; release: string; firstSeen: Date; lastSeen: Date };
 
 async function projectMap(orgId: Types.ObjectId) {
-  return new Map((await Project.find({ orgId }).lean<ProjectDoc[]>()).map((project) => [project._id.toHexString(), project]));
+  return new Map((await listProjectsOf(orgId)).map((project) => [project._id.toHexString(), project]));
 }
 
 /** One release by version: declared, named by telemetry or deployed; anything else is not found. */
