@@ -87,7 +87,7 @@ function releaseJson(release: KnownRelease) {
     deployCount: release.deployments.length,
     lastDeploy: lastDeploy ? deployJson(lastDeploy) : null,
     authors: [],
-    projects: release.projects.map((project) => ({ id: project._id.toHexString(), slug: project.slug, name: project.name, platform: project.platform ?? null, newGroups: 0 })),
+    projects: release.projects.map((project) => ({ id: project._id.toHexString(), slug: project.slug, name: project.name, platform: project.platform ?? null })),
   };
 }
 
