@@ -9,7 +9,7 @@ import mongoose from 'mongoose';
 import pg from 'pg';
 import { createBlobStore } from '../../src/shared/clients/blob.js';
 import { ensureExpressionIndexes, ferretdbTables, plannedIndexes } from '../../src/shared/clients/ferretdb-indexes.js';
-import { indexedFields } from '../../src/shared/clients/mongo.js';
+import { ensureIndexes, indexedFields, store } from '../../src/shared/clients/mongo.js';
 import { ErrorEvent } from '../../src/shared/features/issues/model.js';
 import { Log } from '../../src/shared/features/logs/model.js';
 import { Span } from '../../src/shared/features/traces/model.js';
@@ -216,5 +216,21 @@ onPostgres('GIN expression indexes on FerretDB’s PostgreSQL backend', () => {
     expect(after.planned.filter((index) => !after.existing.has(index.name))).toEqual([]);
     // a second run finds nothing to do
     expect(await runStoreIndexJob()).toEqual({ created: 0 });
+  });
+});
+
+describe('the indexes FerretDB keeps', () => {
+  test('only unique ones: one an earlier version made that no read can use is dropped at start, and uniqueness still holds', async () => {
+    if (!store.ferretdb) return;
+    await ErrorEvent.collection.createIndex({ batchId: 1 }, { name: 'batchId_1' });
+    expect((await ErrorEvent.collection.indexes()).map((index) => index.name)).toContain('batchId_1');
+
+    await ensureIndexes();
+
+    const kept = await ErrorEvent.collection.indexes();
+    expect(kept.map((index) => index.name).sort()).toEqual(['_id_', 'projectId_1_eventId_1']);
+    const event = { projectId, orgId, eventId: 'e1', issueId: new Types.ObjectId(), page: 0, batchId: 'b', timestamp: new Date(), receivedAt: new Date(), title: 't', data: '{}' };
+    await ErrorEvent.collection.insertOne({ ...event, _id: new Types.ObjectId() });
+    await expect(ErrorEvent.collection.insertOne({ ...event, _id: new Types.ObjectId() })).rejects.toMatchObject({ code: 11000 });
   });
 });

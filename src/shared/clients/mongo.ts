@@ -61,11 +61,29 @@ export function vacuumStore(ferretdbPostgresUrl: string): Promise<string[]> {
 }
 
 /**
- * Creates every model's collection and indexes; with `ferretdbPostgresUrl` (the store is FerretDB on
- * PostgreSQL) also the expression indexes FerretDB's queries can use.
+ * On FerretDB only a model's unique indexes: they enforce uniqueness on insert, and no read FerretDB
+ * 1.24 makes uses any index (see ARCHITECTURE.md), so the others would only be kept up to date by
+ * every write. Those an earlier version created are dropped.
+ */
+async function ensureUniqueIndexes(model: mongoose.Model<unknown>): Promise<void> {
+  await model.createCollection();
+  const unique = model.schema.indexes().filter(([, options]) => options.unique);
+  for (const [keys, options] of unique) await model.collection.createIndex(keys as mongoose.mongo.IndexSpecification, options as mongoose.mongo.CreateIndexesOptions);
+  for (const index of await model.collection.indexes()) {
+    if (index.name && index.name !== '_id_' && !index.unique) await model.collection.dropIndex(index.name);
+  }
+}
+
+/**
+ * Creates every model's collection and indexes (on FerretDB its unique ones, see ensureUniqueIndexes);
+ * with `ferretdbPostgresUrl` (the store is FerretDB on PostgreSQL) also the expression indexes
+ * FerretDB's queries can use.
  */
 export async function ensureIndexes(ferretdbPostgresUrl?: string): Promise<void> {
-  for (const model of Object.values(mongoose.models)) await model.createIndexes();
+  for (const model of Object.values(mongoose.models)) {
+    if (store.ferretdb) await ensureUniqueIndexes(model as mongoose.Model<unknown>);
+    else await model.createIndexes();
+  }
   if (ferretdbPostgresUrl) await ensureStoreIndexes(ferretdbPostgresUrl);
 }
 
