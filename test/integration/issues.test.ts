@@ -433,3 +433,53 @@ describe('tenant isolation and credentials', () => {
     for (const path of ['/v1/issues', `/v1/issues/${issue.id}`, '/v1/users', '/v1/feedback']) expect((await dsn.get(path)).status).toBe(403);
   });
 });
+
+describe('events listed before their issue counts them', () => {
+  test('while a count waits on its issue, the events placed meanwhile are already listed, on the issue’s next page; then it counts them all once', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const { placeErrorBatches, storeErrorBatches } = await import('../../src/shared/features/issues/store.js');
+    const { inTurn } = await import('../../src/shared/telemetry/storage.js');
+    const { Issue } = await import('../../src/shared/features/issues/model.js');
+    const items = (count: number) =>
+      Array.from({ length: count }, () => {
+        const event = errorEvent({}, { type: 'PagedError' });
+        return { orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id, timeMs: Date.now(), event } };
+      });
+    await storeErrorBatches([{ batchId: 'paged-1', items: items(100) }]);
+    const issue = (await Issue.findOne({ projectId: new Types.ObjectId(project.id), errorType: 'PagedError' }).lean())!;
+    expect({ count: issue.eventCount, lastPage: issue.lastPage }).toEqual({ count: 100, lastPage: 0 });
+
+    // the issue's write turn held, as a slow count in another process would hold it
+    let release!: () => void;
+    let taken!: () => void;
+    const turnTaken = new Promise<void>((resolve) => (taken = resolve));
+    const turn = inTurn(Issue.collection.collectionName, issue._id, () => {
+      taken();
+      return new Promise<void>((resolve) => (release = resolve));
+    });
+    await turnTaken;
+    const second = items(5);
+    const third = items(3);
+    const placed = [await placeErrorBatches([{ batchId: 'paged-2', items: second }]), await placeErrorBatches([{ batchId: 'paged-3', items: third }])];
+
+    const newest = await owner.client.get(`/v1/issues/${issue._id.toHexString()}/events?limit=10`);
+    expect(newest.status).toBe(200);
+    expect(newest.body.data.slice(0, 8).map((event: { event_id: string }) => event.event_id).sort()).toEqual([...second, ...third].map((item) => item.record.eventId).sort());
+    expect((await owner.client.get(`/v1/issues/${issue._id.toHexString()}`)).body.count).toBe(100);
+
+    release();
+    await turn;
+    await Promise.all(placed.map(({ counted }) => counted));
+    const after = (await Issue.findById(issue._id).lean())!;
+    expect({ count: after.eventCount, lastPage: after.lastPage }).toEqual({ count: 108, lastPage: 1 });
+    // paging through lists each of the 108 once
+    const seen: string[] = [];
+    for (let cursor: string | null = null, first = true; first || cursor; first = false) {
+      const reply: { body: { data: { event_id: string }[]; next_cursor: string | null } } = await owner.client.get(`/v1/issues/${issue._id.toHexString()}/events?limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      seen.push(...reply.body.data.map((event) => event.event_id));
+      cursor = reply.body.next_cursor;
+    }
+    expect(new Set(seen).size).toBe(108);
+    expect(seen).toHaveLength(108);
+  });
+});

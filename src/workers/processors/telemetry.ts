@@ -3,7 +3,7 @@ import type { BlobStore } from '../../shared/clients/blob.js';
 import { createSymbolicator } from '../../shared/features/artifacts/symbolicate.js';
 import { ingestSdkCheckIns } from '../../shared/features/cron/service.js';
 import { ingestFeedback } from '../../shared/features/feedback/service.js';
-import { storeErrorBatches } from '../../shared/features/issues/store.js';
+import { placeErrorBatches } from '../../shared/features/issues/store.js';
 import { ingestLogs } from '../../shared/features/logs/service.js';
 import { ingestMetricPoints } from '../../shared/features/metrics/service.js';
 import { scrubFieldsOf } from '../../shared/features/projects/service.js';
@@ -16,7 +16,9 @@ import type { z } from 'zod';
 import { recordKinds, type RecordBatch, type RecordKind, type RecordOf, type Stamped } from '../../shared/telemetry/records.js';
 import { scrubRecords } from '../../shared/telemetry/scrub.js';
 
-type Handlers = { [K in RecordKind]: (batches: RecordBatch<RecordOf<K>>[]) => Promise<void> };
+/** What a handler left to finish after it returned: error events are stored at once and counted into their issues later. */
+type Later = { counted: Promise<void> };
+type Handlers = { [K in RecordKind]: (batches: RecordBatch<RecordOf<K>>[]) => Promise<void | Later> };
 
 const itemsOf = <T>(batches: RecordBatch<T>[]) => batches.flatMap(({ items }) => items);
 
@@ -29,7 +31,7 @@ function handlers(blobs: BlobStore): Handlers {
   // one per worker process: its LRU keeps the source maps it parsed
   const symbolicator = createSymbolicator(blobs);
   return {
-    errors: (batches) => storeErrorBatches(batches, new Date(), symbolicator),
+    errors: (batches) => placeErrorBatches(batches, new Date(), symbolicator),
     feedback: (batches) => ingestFeedback(itemsOf(batches)),
     spans: (batches) => ingestSpans(itemsOf(batches)),
     logs: (batches) => ingestLogs(itemsOf(batches)),
@@ -73,10 +75,11 @@ function partsOf(job: Job): JobParts {
 /**
  * Stores the parts of several jobs as one flush: each kind's batches go to its handler together, so
  * an issue, an end user or a rollup document touched by many jobs is written once. Error events go
- * first: they are what a person waits to see.
+ * first: they are what a person waits to see. Answers once everything is stored, with what settles
+ * when the flush's error events are counted too.
  */
 function storeFlush(byKind: Handlers) {
-  return async (jobs: JobParts[]): Promise<void> => {
+  return async (jobs: JobParts[]): Promise<Later> => {
     const parts = jobs.flat();
     // Credentials are scrubbed here, before anything is stored, with each project's own field names too.
     const scrubFields = await scrubFieldsOf(parts.flatMap(({ batch }) => batch.items.map((item) => item.projectId)));
@@ -86,12 +89,19 @@ function storeFlush(byKind: Handlers) {
       const scrubbed = { batchId: batch.batchId, items: scrubRecords(kind, batch.items, extraNamesOf) };
       batches.set(kind, [...(batches.get(kind) ?? []), scrubbed]);
     }
+    const later: Promise<void>[] = [];
     for (const kind of recordKinds) {
       const ofKind = batches.get(kind);
       if (!ofKind) continue;
-      await (byKind[kind] as (batches: RecordBatch<RecordOf<RecordKind>>[]) => Promise<void>)(ofKind);
+      const left = await (byKind[kind] as (batches: RecordBatch<RecordOf<RecordKind>>[]) => Promise<void | Later>)(ofKind);
+      if (left) {
+        later.push(left.counted);
+        // settled through `counted` below, or by the jobs' retry if a later kind fails first
+        left.counted.catch(() => undefined);
+      }
       if (kind !== 'outcomes') await countUsage(kind, ofKind);
     }
+    return { counted: Promise.all(later).then(() => undefined) };
   };
 }
 
@@ -112,14 +122,15 @@ interface Waiting {
  * flush is being stored and go into the next one together, in the order they were taken, so a
  * replay's or a trace's records are applied in the order they arrived. At a low rate a flush is
  * one job and is stored at once; under load flushes grow with the backlog, and the writes per
- * event fall. A flush that fails fails each of its jobs, and BullMQ retries them, each in a flush
- * of its own.
+ * event fall. The next flush starts as soon as one is stored; a job completes once its flush's
+ * error events are counted as well (see placeErrorBatches). A flush that fails fails each of its
+ * jobs, and BullMQ retries them, each in a flush of its own.
  */
 class Flusher {
   private waiting: Waiting[] = [];
   private flushing = false;
 
-  constructor(private readonly store: (jobs: JobParts[]) => Promise<void>) {}
+  constructor(private readonly store: (jobs: JobParts[]) => Promise<Later>) {}
 
   submit(parts: JobParts, alone: boolean): Promise<void> {
     return new Promise((resolve, reject) => {
@@ -133,8 +144,11 @@ class Flusher {
     while (this.waiting.length > 0) {
       const flush = this.next();
       try {
-        await this.store(flush.map(({ parts }) => parts));
-        for (const job of flush) job.resolve();
+        const { counted } = await this.store(flush.map(({ parts }) => parts));
+        counted.then(
+          () => flush.forEach((job) => job.resolve()),
+          (error: unknown) => flush.forEach((job) => job.reject(error)),
+        );
       } catch (error) {
         for (const job of flush) job.reject(error);
       }

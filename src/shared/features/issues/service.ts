@@ -189,12 +189,19 @@ async function findIssue(orgId: Types.ObjectId, issueId: string): Promise<IssueD
 /** After this many empty pages in a row, the older ones are gone (retention removes the oldest first). */
 const MAX_EMPTY_PAGES = 20;
 
+/** The issue's newest page: the one its count reached, or a later one holding events stored and not counted yet. */
+async function newestPage(issue: IssueDoc): Promise<number> {
+  let page = await newestPage(issue);
+  while (await ErrorEvent.exists({ issueId: issue._id, page: page + 1 })) page++;
+  return page;
+}
+
 /**
  * An issue's occurrences, newest first: page by page from the newest (each page one equality lookup),
  * and within a page by the events' own time. The cursor names the page and the last event returned.
  */
 async function occurrences(issue: IssueDoc, limit: number, cursor?: string): Promise<{ events: ErrorEventDoc[]; nextCursor: string | null }> {
-  let page = issue.lastPage;
+  let page = await newestPage(issue);
   let after: { time: Date; id: Types.ObjectId } | undefined;
   if (cursor) {
     const [cursorPage, time, id] = decodeCursor(cursor, 3);

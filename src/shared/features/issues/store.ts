@@ -1,7 +1,8 @@
 /**
  * The write side of issues: a flush of error events from one or more telemetry batches stored once
- * per {project, event_id}, grouped into issues and counted into each issue once per batch, with one
- * write per issue, per end user and per rollup document however many batches the flush holds.
+ * per {project, event_id} and grouped into issues, then counted into each issue once per batch by a
+ * count that takes every flush placed meanwhile, with one write per issue and per rollup document
+ * however many flushes and batches it holds.
  */
 import { Types } from 'mongoose';
 import { isDuplicateKey } from '../../errors.js';
@@ -31,6 +32,9 @@ interface PreparedEvent {
   hash: string;
   groupingKind: string;
 }
+
+/** An event stored on its page and waiting to be counted. */
+type PlacedEvent = PreparedEvent & { page: number };
 
 /** An error event's `_id`: the same project and event id always address the same document. */
 export const eventKey = (projectId: Types.ObjectId, eventId: string) => contentId('event', projectId.toHexString(), eventId);
@@ -132,6 +136,12 @@ function know(id: Types.ObjectId, { eventCount, countedBatches }: CountedState):
   if (knownIssues.size > KNOWN_ISSUES) knownIssues.delete(knownIssues.keys().next().value!);
 }
 
+/** Drops what this process knew of an issue and its uncounted events. */
+function forget(id: Types.ObjectId): void {
+  knownIssues.delete(id.toHexString());
+  placedUncounted.delete(id.toHexString());
+}
+
 async function countedState(id: Types.ObjectId): Promise<CountedState | null> {
   const known = knownIssues.get(id.toHexString());
   if (known && Date.now() - known.at < KNOWN_FOR_MS) return known.state;
@@ -142,20 +152,20 @@ async function countedState(id: Types.ObjectId): Promise<CountedState | null> {
 const COUNT_ATTEMPTS = 50;
 
 /**
- * Counts a flush's events of one issue into it, once per batch: one write by the issue's derived
- * `_id` with the event and new-user counts, first/last seen, the newest event's details and the
- * ids of the batches counted into it and not yet finished, the flush's added. Events of a batch
+ * Counts a count's events of one issue into it (see countPlaced), once per batch: one write by the
+ * issue's derived `_id` with the event and new-user counts, first/last seen, the newest event's
+ * details and the ids of the batches counted into it and not yet finished, these batches' added. Events of a batch
  * already counted into the issue (a retry) are left out. The write is made only if the issue's
  * event count is still the one `known` read (on MongoDB updates are atomic; on FerretDB the turn
  * keeps others out), else the issue is read again. Answers the issue as counted, the events counted
- * and whether this flush created it, or undefined when every batch was counted into it before.
+ * (in the order given) and whether this count created it, or undefined when every batch was counted into it before.
  */
-async function countIntoIssue(
-  all: PreparedEvent[],
+async function countIntoIssue<E extends PreparedEvent>(
+  all: E[],
   newUsers: number,
   known: CountedState | null,
-): Promise<{ issue: IssueDoc; created: boolean; before: number; events: PreparedEvent[] } | undefined> {
-  const update = (events: PreparedEvent[], countedBatches: string[], lastPage: number) => {
+): Promise<{ issue: IssueDoc; created: boolean; before: number; events: E[] } | undefined> {
+  const update = (events: E[], countedBatches: string[], lastPage: number) => {
     const newest = events.reduce((a, b) => (b.at >= a.at ? b : a));
     const earliest = events.reduce((a, b) => (b.at < a.at ? b : a));
     const sentry = newest.event as SentryEventLike;
@@ -272,38 +282,72 @@ async function storedByBatch(batchId: string): Promise<Map<string, number>> {
 const pageOf = (n: number) => Math.floor((n - 1) / EVENT_PAGE_SIZE);
 
 /**
- * The page each event goes on: after the events its issue holds now, oldest first. Two batches
- * counting into one issue at once may put their events on the same page, so a page can hold somewhat
- * more than EVENT_PAGE_SIZE; each event is still on exactly one page.
+ * Events this process stored and has not counted yet, per issue: the next flush plans its pages after
+ * them, so that the count, which numbers an issue's events in the order they were placed, leaves
+ * them where they are.
  */
-async function plannedPages(events: PreparedEvent[]): Promise<{ pages: Map<string, number>; issues: Map<string, CountedState | null> }> {
+const placedUncounted = new Map<string, number>();
+
+function place(events: PlacedEvent[], sign: 1 | -1): void {
+  for (const [issueId, ofIssue] of groupBy(events, (e) => e.issueId.toHexString())) {
+    const left = (placedUncounted.get(issueId) ?? 0) + sign * ofIssue.length;
+    if (left > 0) placedUncounted.set(issueId, left);
+    else placedUncounted.delete(issueId);
+  }
+}
+
+const byTime = (a: PreparedEvent, b: PreparedEvent) => a.at.getTime() - b.at.getTime();
+
+/**
+ * The page each event goes on: after the events its issue holds now and those this process placed
+ * and has not counted yet, oldest first. Two processes counting into one issue at once may put their
+ * events on the same page, so a page can hold somewhat more than EVENT_PAGE_SIZE; each event is
+ * still on exactly one page.
+ */
+async function plannedPages(events: PreparedEvent[]): Promise<Map<string, number>> {
   const pages = new Map<string, number>();
-  const issues = new Map<string, CountedState | null>();
   await inParallel([...groupBy(events, (e) => e.issueId.toHexString())], PARALLEL_WRITES, async ([issueId, ofIssue]) => {
     const issue = await countedState(ofIssue[0]!.issueId);
-    issues.set(issueId, issue);
-    const before = issue?.eventCount ?? 0;
-    [...ofIssue].sort((a, b) => a.at.getTime() - b.at.getTime()).forEach((e, index) => pages.set(e._id.toHexString(), pageOf(before + index + 1)));
+    const before = (issue?.eventCount ?? 0) + (placedUncounted.get(issueId) ?? 0);
+    [...ofIssue].sort(byTime).forEach((e, index) => pages.set(e._id.toHexString(), pageOf(before + index + 1)));
   });
-  return { pages, issues };
+  return pages;
 }
 
 /**
- * Stores the error events of one or more batches once per {project, event_id} and counts each into
- * its issue once, with a handful of writes per flush rather than per event or per batch, every one
- * addressed by a derived `_id`. Events are stored first, on their planned page; each issue then
- * counts the flush's events in one write that also records their batch ids, so a retry of a batch
- * after a crash counts into each issue exactly what it had not. An event another batch stored is
- * that batch's to count, so duplicates count once. The release rollups and end users, plain `$inc`s
- * that cannot tell a retry, take each batch's events under its claim: once, or not at all if the
- * worker dies right after claiming (end users wait for `writeEndUsers`, see users/service).
+ * The (issue, end user) pairs this process knows are stored, so that a flush sends only the others:
+ * FerretDB inserts a batch that meets a duplicate again one document at a time, and an issue's
+ * users come back far more often than new ones appear.
  */
-export async function storeErrorBatches(batches: RecordBatch<ErrorEventRecord>[], now = new Date(), symbolicator?: Symbolicator): Promise<void> {
+const storedPairs = new Set<string>();
+const PAIRS_REMEMBERED = 50_000;
+
+function rememberPair(id: string): void {
+  storedPairs.delete(id);
+  storedPairs.add(id);
+  if (storedPairs.size > PAIRS_REMEMBERED) storedPairs.delete(storedPairs.values().next().value!);
+}
+
+/** What a flush left to count: its events stored and not yet counted, oldest first per issue, and each issue's new end users. */
+interface Placed {
+  events: PlacedEvent[];
+  newUsers: Map<string, number>;
+  now: Date;
+}
+
+/**
+ * Stores the error events of one or more batches once per {project, event_id}, on their planned
+ * page, where the issue's event list finds them at once, and answers with `counted`: a promise that
+ * settles once they are counted into their issues (see countPlaced). An event another batch stored
+ * is that batch's to count, so duplicates count once. A batch with events stored before (a retry)
+ * counts them now, unless that attempt finished counting, which it says by its claim.
+ */
+export async function placeErrorBatches(batches: RecordBatch<ErrorEventRecord>[], now = new Date(), symbolicator?: Symbolicator): Promise<{ counted: Promise<void> }> {
   const items = batches.flatMap(({ items }) => items);
   const batchIds = batches.flatMap(({ batchId, items }) => items.map(() => batchId));
   const symbolicated = symbolicator ? await symbolicateBatch(items, symbolicator) : items;
-  const prepared = [...new Map(symbolicated.map((item, index) => prepare(item, batchIds[index]!, now)).map((e) => [e.key, e] as const)).values()];
-  const { pages: planned, issues: read } = await plannedPages(prepared);
+  const prepared = [...new Map(symbolicated.map((item, index) => prepare(item, batchIds[index]!, now)).map((e) => [e.key, e] as const)).values()].sort(byTime);
+  const planned = await plannedPages(prepared);
   const inserted = await insertNew(
     ErrorEvent.collection,
     prepared.map((e) => ({
@@ -326,8 +370,6 @@ export async function storeErrorBatches(batches: RecordBatch<ErrorEventRecord>[]
     })),
   );
   const pages = new Map(inserted.map((doc) => [doc._id.toHexString(), doc.page]));
-  // Batches with events stored before (a retry): those events are counted now unless that attempt
-  // finished, which it says by its claim.
   const finished = new Set<string>();
   const retried = [...new Set(prepared.filter((e) => !pages.has(e._id.toHexString())).map((e) => e.batchId))];
   await inParallel(retried, PARALLEL_WRITES, async (batchId) => {
@@ -336,30 +378,87 @@ export async function storeErrorBatches(batches: RecordBatch<ErrorEventRecord>[]
     finished.add(batchId);
     rememberFinished(batchId);
   });
-  const toCount = prepared.filter((e) => pages.has(e._id.toHexString()) && !finished.has(e.batchId));
-  if (toCount.length === 0) return;
-  // New (issue, user) pairs first, so each issue's user count moves in the same write as its event count.
+  const events = prepared.flatMap((e) => {
+    const page = pages.get(e._id.toHexString());
+    return page === undefined || finished.has(e.batchId) ? [] : [{ ...e, page }];
+  });
+  if (events.length === 0) return { counted: Promise.resolve() };
+  // New (issue, user) pairs now, so each issue's user count moves in the same write as its event count.
   const affected = [
     ...new Map(
-      toCount
+      events
         .filter((e) => e.userKey)
         .map((e) => [`${e.issueId.toHexString()}:${e.userKey}`, { _id: contentId('issue-user', e.issueId.toHexString(), e.userKey), issueId: e.issueId, userKey: e.userKey! }]),
     ).values(),
-  ];
-  const newUsers = groupBy(await insertNew(IssueUser.collection, affected), (pair) => pair.issueId.toHexString());
+  ].filter((pair) => !storedPairs.has(pair._id.toHexString()));
+  const newUsers = new Map([...groupBy(await insertNew(IssueUser.collection, affected), (pair) => pair.issueId.toHexString())].map(([issueId, pairs]) => [issueId, pairs.length]));
+  for (const pair of affected) rememberPair(pair._id.toHexString());
+  place(events, 1);
+  return { counted: countLater({ events, newUsers, now }) };
+}
 
-  await inParallel([...groupBy(toCount, (e) => e.issueId.toHexString())], PARALLEL_WRITES, async ([issueId, ofIssue]) => {
-    const counted = await countIntoIssue(ofIssue, newUsers.get(issueId)?.length ?? 0, read.get(issueId) ?? null);
+/** Flushes placed and waiting for the count that is running to finish; the next count takes them all. */
+const waitingToCount: { placed: Placed; resolve: () => void; reject: (error: unknown) => void }[] = [];
+let countRunning = false;
+
+/**
+ * Group commit for issue counts: one count runs at a time in this process, and takes every flush
+ * placed while the one before it ran, so an issue busy in many flushes gets one write for all of
+ * them. At a low rate a flush is counted as soon as it is placed; under load the counts grow with
+ * the backlog while events keep being stored (and listed) without waiting for them.
+ */
+function countLater(placed: Placed): Promise<void> {
+  return new Promise((resolve, reject) => {
+    waitingToCount.push({ placed, resolve, reject });
+    if (!countRunning) void runCounts();
+  });
+}
+
+async function runCounts(): Promise<void> {
+  countRunning = true;
+  while (waitingToCount.length > 0) {
+    const taken = waitingToCount.splice(0);
+    const placed = taken.map((waiting) => waiting.placed);
+    try {
+      await countPlaced(placed);
+      for (const waiting of taken) waiting.resolve();
+    } catch (error) {
+      // what this process knew of these issues may be wrong now: the next flush reads them again
+      for (const { events } of placed) for (const e of events) forget(e.issueId);
+      for (const waiting of taken) waiting.reject(error);
+    }
+  }
+  countRunning = false;
+}
+
+/**
+ * Counts placed events into their issues once per batch, with one write per issue however many
+ * flushes and batches it has events in, addressed by its derived `_id`: the event and new-user
+ * counts, and the batch ids, so that a retry of a batch after a crash counts into each issue exactly
+ * what it had not. Then the batches are claimed as counted. The release rollups and end users, plain
+ * `$inc`s that cannot tell a retry, take each batch's events under that claim: once, or not at all if
+ * the worker dies right after claiming (end users wait for `writeEndUsers`, see users/service).
+ */
+async function countPlaced(placed: Placed[]): Promise<void> {
+  const now = placed.at(-1)!.now;
+  const events = placed.flatMap((flush) => flush.events);
+  const newUsers = new Map<string, number>();
+  for (const flush of placed) for (const [issueId, count] of flush.newUsers) newUsers.set(issueId, (newUsers.get(issueId) ?? 0) + count);
+  await inParallel([...groupBy(events, (e) => e.issueId.toHexString())], PARALLEL_WRITES, async ([issueId, ofIssue]) => {
+    let counted;
+    try {
+      counted = await countIntoIssue(ofIssue, newUsers.get(issueId) ?? 0, await countedState(ofIssue[0]!.issueId));
+    } finally {
+      place(ofIssue, -1);
+    }
     if (!counted) return;
-    const { issue, created, before, events } = counted;
-    // counted after other batches than planned: the events go on the pages that count put them on
-    const moved = [...events]
-      .sort((a, b) => a.at.getTime() - b.at.getTime())
-      .flatMap((e, index) => (pageOf(before + index + 1) === pages.get(e._id.toHexString()) ? [] : [{ updateOne: { filter: { _id: e._id }, update: { $set: { page: pageOf(before + index + 1) } } } }]));
+    const { issue, created, before, events: countedEvents } = counted;
+    // counted after other processes' events than planned: the events go on the pages that count put them on
+    const moved = countedEvents.flatMap((e, index) => (pageOf(before + index + 1) === e.page ? [] : [{ updateOne: { filter: { _id: e._id }, update: { $set: { page: pageOf(before + index + 1) } } } }]));
     await updateEach(ErrorEvent.collection, moved);
     if (created) await raiseIssueAlert(issue, 'issue.new', now);
     // a batch arriving late with the issue's earliest event: the release it first appeared in is this event's
-    const earliest = events.reduce((a, b) => (b.at < a.at ? b : a));
+    const earliest = countedEvents.reduce((a, b) => (b.at < a.at ? b : a));
     const release = str(earliest.event.release);
     if (issue.firstSeen.getTime() === earliest.at.getTime() && (issue.firstRelease ?? null) !== release) {
       await oneAtATime(Issue.collection.collectionName, issue._id, () => Issue.updateOne({ _id: issue._id, firstSeen: earliest.at }, { $set: { firstRelease: release } }));
@@ -367,12 +466,18 @@ export async function storeErrorBatches(batches: RecordBatch<ErrorEventRecord>[]
     await applyEventTransitions(issue, now);
   });
   // From now on a retry counts nothing again, and later counts drop these batches' ids from their issues.
-  const counting = [...new Set(toCount.map((e) => e.batchId))];
+  const counting = [...new Set(events.map((e) => e.batchId))];
   const claimed = await claimBatches(counting, ISSUES_COUNTED, now);
-  const once = toCount.filter((e) => claimed.has(e.batchId));
+  const once = events.filter((e) => claimed.has(e.batchId));
   recordEndUsers(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, user: e.user, seenAt: e.at })));
   await countIntoReleases(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errorEvents: 1 } })));
   counting.forEach(rememberFinished);
+}
+
+/** Stores and counts the error events of one or more batches (see placeErrorBatches), answering once they are counted. */
+export async function storeErrorBatches(batches: RecordBatch<ErrorEventRecord>[], now = new Date(), symbolicator?: Symbolicator): Promise<void> {
+  const { counted } = await placeErrorBatches(batches, now, symbolicator);
+  await counted;
 }
 
 /** One batch's error events (see storeErrorBatches). */
