@@ -191,7 +191,7 @@ const MAX_EMPTY_PAGES = 20;
 
 /** The issue's newest page: the one its count reached, or a later one holding events stored and not counted yet. */
 async function newestPage(issue: IssueDoc): Promise<number> {
-  let page = await newestPage(issue);
+  let page = issue.lastPage;
   while (await ErrorEvent.exists({ issueId: issue._id, page: page + 1 })) page++;
   return page;
 }
