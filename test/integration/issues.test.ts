@@ -18,6 +18,14 @@ async function send(project: ProjectWithDsn, ...events: Record<string, unknown>[
   }
 }
 
+/** An error event as the workers take it from a job, received now or at `timeMs`. */
+function workerItem(project: ProjectWithDsn, event: Record<string, unknown>, timeMs = Date.now()) {
+  return { orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs, event } };
+}
+
+/** `count` new events of one exception type, as the workers take them. */
+const workerItems = (project: ProjectWithDsn, count: number, type: string) => Array.from({ length: count }, () => workerItem(project, errorEvent({}, { type })));
+
 async function issuesOnceCounted(account: Account, project: ProjectWithDsn, total: number) {
   return eventually(async () => {
     const reply = await account.client.get(`/v1/issues?project=${project.id}`);
@@ -110,7 +118,7 @@ describe('the error processor after a crash and under concurrency', () => {
     const { groupingHash } = await import('../../src/shared/features/issues/grouping.js');
     const { ErrorEvent, Issue } = await import('../../src/shared/features/issues/model.js');
     const projectId = new Types.ObjectId(project.id);
-    const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: Date.now(), event } });
+    const item = (event: Record<string, unknown>) => workerItem(project, event);
     // As a batch that crashed after storing its events would leave them: stored, uncounted.
     const crashed = errorEvent({}, { type: 'CrashRecoveryError' });
     const inFlight = errorEvent({}, { type: 'InFlightError' });
@@ -141,11 +149,7 @@ describe('the error processor after a crash and under concurrency', () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
     const { ingestErrorEvents } = await import('../../src/shared/features/issues/store.js');
     const { Issue } = await import('../../src/shared/features/issues/model.js');
-    const batch = (events: number) =>
-      Array.from({ length: events }, () => {
-        const event = errorEvent({}, { type: 'LateRetryError' });
-        return { orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id, timeMs: Date.now(), event } };
-      });
+    const batch = (events: number) => workerItems(project, events, 'LateRetryError');
     const first = batch(2);
     await ingestErrorEvents(first, 'late-1');
     // more batches into the same issue than it ever remembered before
@@ -162,10 +166,7 @@ describe('a flush of several batches', () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
     const { storeErrorBatches } = await import('../../src/shared/features/issues/store.js');
     const { Issue } = await import('../../src/shared/features/issues/model.js');
-    const item = (type: string, user: string) => {
-      const event = errorEvent({ user: { id: user }, release: 'flush@1.0.0', environment: 'production' }, { type });
-      return { orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id, timeMs: Date.now(), event } };
-    };
+    const item = (type: string, user: string) => workerItem(project, errorEvent({ user: { id: user }, release: 'flush@1.0.0', environment: 'production' }, { type }));
     const retried = { batchId: 'flush-1', items: [item('FlushError', 'ada'), item('FlushError', 'bob')] };
     await storeErrorBatches([retried]);
     // the first batch again (its job retried after its worker died), with two new batches in the same flush
@@ -207,7 +208,7 @@ describe('concurrent batches', () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
     const { ingestErrorEvents } = await import('../../src/shared/features/issues/store.js');
     const { countUsage } = await import('../../src/shared/features/usage/service.js');
-    const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: Date.now(), event } });
+    const item = (event: Record<string, unknown>) => workerItem(project, event);
     const { writeEndUsers } = await import('../../src/shared/features/users/service.js');
     const batches = Array.from({ length: 8 }, (_, b) => Array.from({ length: 25 }, (_, i) => item(errorEvent({ user: { id: `user-${b}-${i % 5}` } }, { type: 'ContendedError' }))));
     await Promise.all(batches.map((batch, b) => ingestErrorEvents(batch, `contended-${b}`)));
@@ -230,7 +231,7 @@ describe('an issue’s occurrences', () => {
     const { ingestErrorEvents } = await import('../../src/shared/features/issues/store.js');
     const start = Date.now() - 3_600_000;
     const sent = Array.from({ length: 230 }, (_, i) => errorEvent({ timestamp: (start + i * 1000) / 1000 }, { type: 'PagedError' }));
-    const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: (event.timestamp as number) * 1000, event } });
+    const item = (event: Record<string, unknown>) => workerItem(project, event, (event.timestamp as number) * 1000);
     // two batches, as the workers would store them: 150 events, then 80 (spread over three pages of 100)
     await ingestErrorEvents(sent.slice(0, 150).map(item), 'paged-1');
     await ingestErrorEvents(sent.slice(150).map(item), 'paged-2');
@@ -256,8 +257,7 @@ describe('an issue’s occurrences', () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
     const { ingestErrorEvents } = await import('../../src/shared/features/issues/store.js');
     const { ErrorEvent } = await import('../../src/shared/features/issues/model.js');
-    const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: Date.now(), event } });
-    const batch = (events: number) => Array.from({ length: events }, () => item(errorEvent({}, { type: 'CrowdedPageError' })));
+    const batch = (events: number) => workerItems(project, events, 'CrowdedPageError');
     await ingestErrorEvents(batch(95), 'crowded-1');
     // both plan their events after the first 95; whichever counts second finds 105 before its own
     await Promise.all([ingestErrorEvents(batch(10), 'crowded-2'), ingestErrorEvents(batch(10), 'crowded-3')]);
@@ -276,7 +276,7 @@ describe('an issue over time, and what led to it', () => {
     // three events two hours ago, one an hour ago, two in this hour
     const times = [thisHour - 2 * hour + 60_000, thisHour - 2 * hour + 120_000, thisHour - 2 * hour + 180_000, thisHour - hour + 1_000, thisHour + 1_000, thisHour + 2_000].map((ms) => Math.min(ms, Date.now()));
     const sent = times.map((ms) => errorEvent({ timestamp: ms / 1000 }, { type: 'HourlyError' }));
-    const item = (event: Record<string, unknown>) => ({ orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id as string, timeMs: (event.timestamp as number) * 1000, event } });
+    const item = (event: Record<string, unknown>) => workerItem(project, event, (event.timestamp as number) * 1000);
     await ingestErrorEvents(sent.slice(0, 4).map(item), 'hourly-1');
     await ingestErrorEvents(sent.slice(4).map(item), 'hourly-2');
     await ingestErrorEvents(sent.slice(4).map(item), 'hourly-2');
@@ -440,11 +440,7 @@ describe('events listed before their issue counts them', () => {
     const { placeErrorBatches, storeErrorBatches } = await import('../../src/shared/features/issues/store.js');
     const { inTurn } = await import('../../src/shared/telemetry/storage.js');
     const { Issue } = await import('../../src/shared/features/issues/model.js');
-    const items = (count: number) =>
-      Array.from({ length: count }, () => {
-        const event = errorEvent({}, { type: 'PagedError' });
-        return { orgId: owner.organization.id, projectId: project.id, record: { eventId: event.event_id, timeMs: Date.now(), event } };
-      });
+    const items = (count: number) => workerItems(project, count, 'PagedError');
     await storeErrorBatches([{ batchId: 'paged-1', items: items(100) }]);
     const issue = (await Issue.findOne({ projectId: new Types.ObjectId(project.id), errorType: 'PagedError' }).lean())!;
     expect({ count: issue.eventCount, lastPage: issue.lastPage }).toEqual({ count: 100, lastPage: 0 });
