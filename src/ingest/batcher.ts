@@ -22,6 +22,16 @@ interface Group {
  */
 const MAX_WRITES_IN_FLIGHT = 2;
 
+/**
+ * Jobs waiting or being stored above which the workers are behind. Then a request's records wait
+ * LINGER_MS for other requests' before they are written, so that the workers get fewer, larger jobs:
+ * each job costs them store and queue commands of its own, whatever it holds.
+ */
+const BACKLOG_JOBS = 128;
+const LINGER_MS = 20;
+/** How often ingest reads the queue's backlog. */
+const BACKLOG_CHECK_MS = 250;
+
 /** How long a write to Redis may take before the batch goes to the disk spool instead. */
 const ADD_TIMEOUT_MS = 1000;
 /** How often a non-empty spool tries Redis again (also at once when the connection comes back). */
@@ -61,7 +71,7 @@ function expiredOutcomes(records: TelemetryRecords): Stamped<OutcomeRecord>[] {
 
 /**
  * Gathers the records of concurrent requests into one BullMQ job (group commit: written as soon as a
- * write slot is free, or when `maxItems` are waiting). A request's records, of every kind, go into one job, so they are
+ * write slot is free, or when `maxItems` are waiting; while the workers are behind, LINGER_MS later). A request's records, of every kind, go into one job, so they are
  * queued all together or not at all and a resent request never counts twice. `enqueue` resolves only
  * once the job is in Redis or, while Redis cannot take it, in the disk spool: a 200 means the data is
  * durable. Spooled jobs are replayed under the same job id when Redis returns (BullMQ keeps the first
@@ -73,7 +83,11 @@ export class TelemetryBatcher {
   private writesInFlight = 0;
   private replaying: Promise<void> | undefined;
   private readonly replayTimer: NodeJS.Timeout;
+  private readonly backlogTimer: NodeJS.Timeout;
   private spooling = false;
+  /** Whether the workers were behind at the last look (see BACKLOG_JOBS). */
+  private behind = false;
+  private checkingBacklog = false;
 
   constructor(
     private readonly queue: Queue,
@@ -84,6 +98,8 @@ export class TelemetryBatcher {
   ) {
     this.replayTimer = setInterval(() => void this.replay(), REPLAY_INTERVAL_MS);
     this.replayTimer.unref();
+    this.backlogTimer = setInterval(() => void this.checkBacklog(), BACKLOG_CHECK_MS);
+    this.backlogTimer.unref();
     redis.on('ready', this.onReady);
     if (!spool.isEmpty) logger.warn({ spool: spool.status() }, 'ingest spool holds batches from an earlier run; replaying them once Redis answers');
   }
@@ -112,14 +128,33 @@ export class TelemetryBatcher {
     return this.spool.status();
   }
 
-  /** Flushes after the requests of this turn of the event loop have joined, if a write slot is free. */
+  /**
+   * Flushes after the requests of this turn of the event loop have joined (while the workers are
+   * behind, after those of the next LINGER_MS), if a write slot is free.
+   */
   private schedule(): void {
     const group = this.group;
     if (!group || group.scheduled || this.writesInFlight >= MAX_WRITES_IN_FLIGHT) return;
     group.scheduled = true;
-    setImmediate(() => {
+    const flushGroup = () => {
       if (this.group === group) void this.flush();
-    });
+    };
+    if (this.behind) setTimeout(flushGroup, LINGER_MS);
+    else setImmediate(flushGroup);
+  }
+
+  /** Reads how many jobs wait or are being stored; while Redis does not answer, the last answer stands. */
+  private async checkBacklog(): Promise<void> {
+    if (this.checkingBacklog || this.redis.status !== 'ready') return;
+    this.checkingBacklog = true;
+    try {
+      const { waiting = 0, active = 0 } = await this.queue.getJobCounts('waiting', 'active');
+      this.behind = waiting + active > BACKLOG_JOBS;
+    } catch (error) {
+      this.logger.debug({ err: error }, 'could not read the telemetry backlog');
+    } finally {
+      this.checkingBacklog = false;
+    }
   }
 
   private async flush(): Promise<void> {
@@ -212,6 +247,7 @@ export class TelemetryBatcher {
   /** Writes whatever is waiting (to Redis or the spool); part of shutdown, before the queue closes. */
   async close(): Promise<void> {
     clearInterval(this.replayTimer);
+    clearInterval(this.backlogTimer);
     this.redis.off('ready', this.onReady);
     await this.flush();
     await this.replaying;

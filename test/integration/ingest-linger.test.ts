@@ -1,0 +1,65 @@
+import type { Queue } from 'bullmq';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { TELEMETRY_JOB } from '../../src/shared/queues.js';
+import { signUp } from '../support/factories/accounts.js';
+import { envelope, errorEvent, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { type Harness, useQueueHarness } from '../support/harness.js';
+
+/**
+ * How ingest sizes its jobs: while the workers keep up, a request's records are written at once;
+ * while more than 128 jobs wait or are being stored, requests arriving close together share a job.
+ * This file's harness runs no workers, so the queue holds what ingest wrote.
+ */
+let h: Harness;
+let project: ProjectWithDsn;
+let queue: Queue;
+useQueueHarness(async (started, telemetry) => {
+  [h, queue] = [started, telemetry];
+  project = await projectWithDsn(await signUp(h), h.ingest.baseUrl);
+});
+
+/** Sends `count` envelopes of one event each, `gapMs` apart, without waiting for the answers in between. */
+async function sendSpaced(count: number, gapMs: number): Promise<{ statuses: number[]; ids: string[] }> {
+  const replies: Promise<{ status: number }>[] = [];
+  const ids: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const event = errorEvent({}, { type: 'LingerError' });
+    ids.push(event.event_id as string);
+    replies.push(h.ingest.request('POST', `/api/${project.number}/envelope/?sentry_key=${project.publicKey}`, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }])));
+    await sleep(gapMs);
+  }
+  return { statuses: (await Promise.all(replies)).map((reply) => reply.status), ids };
+}
+
+/** The queued jobs holding any of these event ids, and how many of the ids they hold. */
+async function jobsHolding(ids: string[]): Promise<{ jobs: number; events: number }> {
+  const wanted = new Set(ids);
+  let [jobs, events] = [0, 0];
+  for (const job of await queue.getJobs(['waiting'])) {
+    const held = ((job.data.records?.errors ?? []) as { record: { eventId: string } }[]).filter((item) => wanted.has(item.record.eventId)).length;
+    if (held > 0) [jobs, events] = [jobs + 1, events + held];
+  }
+  return { jobs, events };
+}
+
+test('while the workers keep up, each request is written at once, in a job of its own', async () => {
+  const sent: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const { statuses, ids } = await sendSpaced(1, 0);
+    expect(statuses).toEqual([200]);
+    sent.push(...ids);
+  }
+  expect(await jobsHolding(sent)).toEqual({ jobs: 5, events: 5 });
+});
+
+test('while more than 128 jobs wait, requests a few milliseconds apart share jobs, and every one is kept', async () => {
+  // a backlog, as when the workers fall behind: jobs no worker here will take
+  await queue.addBulk(Array.from({ length: 200 }, (_, i) => ({ name: TELEMETRY_JOB, data: { v: 2, records: {} }, opts: { jobId: `backlog-${i}` } })));
+  // ingest looks at the backlog every 250 ms
+  await sleep(600);
+  const { statuses, ids } = await sendSpaced(20, 3);
+  expect(statuses.every((status) => status === 200)).toBe(true);
+  const { jobs, events } = await jobsHolding(ids);
+  expect(events).toBe(20);
+  expect(jobs).toBeLessThanOrEqual(6);
+});
