@@ -1,9 +1,8 @@
 import type { Queue } from 'bullmq';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { TELEMETRY_JOB } from '../../src/shared/queues.js';
-import { signUp } from '../support/factories/accounts.js';
-import { envelope, errorEvent, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
-import { type Harness, useQueueHarness } from '../support/harness.js';
+import { envelope, errorEvent, useQueueProject, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import type { Harness } from '../support/harness.js';
 
 /**
  * How ingest sizes its jobs: while the workers keep up, a request's records are written at once;
@@ -13,9 +12,8 @@ import { type Harness, useQueueHarness } from '../support/harness.js';
 let h: Harness;
 let project: ProjectWithDsn;
 let queue: Queue;
-useQueueHarness(async (started, telemetry) => {
-  [h, queue] = [started, telemetry];
-  project = await projectWithDsn(await signUp(h), h.ingest.baseUrl);
+useQueueProject((started, telemetry, made) => {
+  [h, queue, project] = [started, telemetry, made];
 });
 
 /** Sends `count` envelopes of one event each, `gapMs` apart, without waiting for the answers in between. */

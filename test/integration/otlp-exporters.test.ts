@@ -11,18 +11,16 @@ import { LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-log
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Queue } from 'bullmq';
-import { type Harness, useQueueHarness } from '../support/harness.js';
-import { signUp } from '../support/factories/accounts.js';
-import { projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import type { Harness } from '../support/harness.js';
+import { useQueueProject, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { eventually } from '../support/wait.js';
 
 let h: Harness;
 let project: ProjectWithDsn;
 let queue: Queue;
 // No workers: the batches stay in Redis, where this test reads what ingest made of each export.
-useQueueHarness(async (started, telemetry) => {
-  [h, queue] = [started, telemetry];
-  project = await projectWithDsn(await signUp(h), h.ingest.baseUrl);
+useQueueProject((started, telemetry, made) => {
+  [h, queue, project] = [started, telemetry, made];
 });
 
 const resource = (service: string) => resourceFromAttributes({ 'service.name': service, 'service.version': '3.1.0', 'deployment.environment.name': 'production' });

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { deflateSync, gzipSync } from 'node:zlib';
+import type { Queue } from 'bullmq';
+import { useQueueHarness, type Harness } from '../harness.js';
 import type { Account } from './accounts.js';
-import { createProject } from './accounts.js';
+import { createProject, signUp } from './accounts.js';
 
 export interface ProjectWithDsn {
   id: string;
@@ -17,6 +19,14 @@ export async function projectWithDsn(account: Account, ingestBaseUrl: string): P
   const [dsn] = (await account.client.get(`/v1/projects/${project.id}/dsns`)).body.data;
   const host = new URL(ingestBaseUrl).host;
   return { id: project.id, number: project.number, publicKey: dsn.public_key, dsnId: dsn.id, dsn: `http://${dsn.public_key}@${host}/${project.number}` };
+}
+
+/**
+ * A test file's harness without workers and its telemetry queue (see useQueueHarness), with a project
+ * of a new account and its DSN: `use` receives all three once started.
+ */
+export function useQueueProject(use: (harness: Harness, queue: Queue, project: ProjectWithDsn) => void): void {
+  useQueueHarness(async (harness, queue) => use(harness, queue, await projectWithDsn(await signUp(harness), harness.ingest.baseUrl)));
 }
 
 export const eventId = () => randomBytes(16).toString('hex');
