@@ -71,8 +71,9 @@ function expiredOutcomes(records: TelemetryRecords): Stamped<OutcomeRecord>[] {
 
 /**
  * Gathers the records of concurrent requests into one BullMQ job (group commit: written as soon as a
- * write slot is free, or when `maxItems` are waiting; while the workers are behind, LINGER_MS later). A request's records, of every kind, go into one job, so they are
- * queued all together or not at all and a resent request never counts twice. `enqueue` resolves only
+ * write slot is free, or when `maxItems` are waiting; while the workers are behind, LINGER_MS later).
+ * A request's records, of every kind, go into one job, so they are queued all together or not at all
+ * and a resent request never counts twice. `enqueue` resolves only
  * once the job is in Redis or, while Redis cannot take it, in the disk spool: a 200 means the data is
  * durable. Spooled jobs are replayed under the same job id when Redis returns (BullMQ keeps the first
  * of two jobs with one id, so a write that timed out but landed is not queued twice). Only when the
