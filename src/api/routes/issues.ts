@@ -40,7 +40,7 @@ export const issueRoutes = (blobs: BlobStore) => {
       method: 'get',
       path: '/v1/issues/{issueID}/events',
       tag: 'Issues',
-      summary: 'Occurrences of an issue, newest first: in the order they were counted, a page of 100 at a time, and by their own timestamp within a page.',
+      summary: 'Occurrences of an issue, newest first: in the order the workers stored them (listed once stored, a moment before the issue counts them), a page of 100 at a time, and by their own timestamp within a page.',
       access: 'member',
       params: issueParams,
       query: z.object(pageQuery),
