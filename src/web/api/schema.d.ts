@@ -117,7 +117,7 @@ export interface paths {
     patch: operations["patchV1IssuesIssueID"];
   };
   "/v1/issues/{issueID}/events": {
-    /** Occurrences of an issue, newest first: in the order they were counted, a page of 100 at a time, and by their own timestamp within a page. */
+    /** Occurrences of an issue, newest first: in the order the workers stored them (listed once stored, a moment before the issue counts them), a page of 100 at a time, and by their own timestamp within a page. */
     get: operations["getV1IssuesIssueIDEvents"];
   };
   "/v1/issues/{issueID}/series": {
@@ -1655,7 +1655,7 @@ export interface operations {
       };
     };
   };
-  /** Occurrences of an issue, newest first: in the order they were counted, a page of 100 at a time, and by their own timestamp within a page. */
+  /** Occurrences of an issue, newest first: in the order the workers stored them (listed once stored, a moment before the issue counts them), a page of 100 at a time, and by their own timestamp within a page. */
   getV1IssuesIssueIDEvents: {
     parameters: {
       query?: {
