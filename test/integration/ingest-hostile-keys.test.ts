@@ -126,6 +126,42 @@ describe('operator and dotted keys are kept as data', () => {
   });
 });
 
+describe('U+0000, which the store cannot hold', () => {
+  test('is stored as U+FFFD wherever an event or an OTLP span or log line carries it, in texts and keys', async () => {
+    const type = `Nul${hex(4)}Error`;
+    const event = errorEvent({ message: 'before\u0000after', tags: { 'region\u0000': 'eu\u0000west' }, extra: { 'note\u0000': ['a\u0000', { 'b\u0000': 'c\u0000' }] } }, { type, value: 'bad\u0000value' });
+    expect((await post(envelopePath(), envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]))).status).toBe(200);
+    // "\\u0000" in JSON is a backslash and the text u0000: kept as written
+    const literal = errorEvent({ message: 'path C:\\u0000\\x' }, { type: `${type}Literal` });
+    expect((await post(`/api/${project.number}/store/?sentry_key=${project.publicKey}`, JSON.stringify(literal))).status).toBe(200);
+    const stored = await eventually(async () => {
+      const issues = (await owner.client.get(`/v1/issues?project=${project.id}&q=${type}`)).body.data;
+      if (issues?.length !== 2) return undefined;
+      return Promise.all(issues.map(async (issue: { id: string }) => (await owner.client.get(`/v1/issues/${issue.id}`)).body.latest_event));
+    }, 'both events');
+    const nul = stored.find((e: { event_id: string }) => e.event_id === event.event_id);
+    expect(nul.message).toBe('before\uFFFDafter');
+    expect(nul.exception[0].value).toBe('bad\uFFFDvalue');
+    expect(nul.tags).toEqual(expect.objectContaining({ 'region\uFFFD': 'eu\uFFFDwest' }));
+    expect(nul.extra).toEqual({ 'note\uFFFD': ['a\uFFFD', { 'b\uFFFD': 'c\uFFFD' }] });
+    expect(stored.find((e: { event_id: string }) => e.event_id === literal.event_id).message).toBe('path C:\\u0000\\x');
+
+    const traceId = hex(16);
+    const spans = otlpTraces({ checkout: [{ traceId, id: hex(8), name: 'GET /nul\u0000', kind: 'server', startMs: Date.now(), durationMs: 5, attributes: { 'user\u0000id': 'u\u00001' } }] });
+    expect((await post('/v1/traces', JSON.stringify(spans), otlpHeaders())).status).toBe(200);
+    const marker = `nul-${hex(4)}`;
+    const logs = { resourceLogs: [{ scopeLogs: [{ logRecords: [{ timeUnixNano: nanos(Date.now()), severityNumber: 9, body: { stringValue: `${marker}\u0000end` } }] }] }] };
+    expect((await post('/v1/logs', JSON.stringify(logs), otlpHeaders())).status).toBe(200);
+    const trace = await eventually(async () => {
+      const reply = await owner.client.get(`/v1/traces/${traceId}`);
+      return reply.status === 200 && reply.body.spans.length === 1 ? reply.body : undefined;
+    }, 'the trace');
+    expect(trace.spans[0]).toMatchObject({ name: 'GET /nul\uFFFD', attributes: expect.objectContaining({ 'user\uFFFDid': 'u\uFFFD1' }) });
+    const line = await eventually(async () => (await owner.client.get(`/v1/logs?project=${project.id}&q=${marker}`)).body.data?.[0], 'the log line');
+    expect(line.body).toBe(`${marker}\uFFFDend`);
+  });
+});
+
 test('after all that, ingest and the API still answer and are ready', async () => {
   expect((await h.ingest.get('/readyz')).status).toBe(200);
   expect((await h.api.get('/readyz')).status).toBe(200);

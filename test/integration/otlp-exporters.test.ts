@@ -81,6 +81,16 @@ describe.each([
     expect(log).toMatchObject({ level: 'error', severityNumber: 17, body: 'invoice 981 failed to render', attributes: { 'invoice.id': 981 }, source: 'otlp' });
   });
 
+  test('NUL characters, which the store cannot hold, arrive as U+FFFD in a log body, attribute key and value', async () => {
+    const service = `printer-${encoding}`;
+    const provider = new LoggerProvider({ resource: resource(service), processors: [new SimpleLogRecordProcessor(new LogExporter(exporterOptions('logs')))] });
+    provider.getLogger('printer').emit({ severityNumber: SeverityNumber.WARN, body: 'tray\u00002 empty', attributes: { 'tray\u0000id': 'a\u0000' } });
+    await provider.forceFlush();
+    await provider.shutdown();
+    const [log] = await batched('logs', service, 1);
+    expect(log).toMatchObject({ body: 'tray\uFFFD2 empty', attributes: { 'tray\uFFFDid': 'a\uFFFD' } });
+  });
+
   test('metrics: a counter arrives as a monotonic sum', async () => {
     const service = `cart-${encoding}`;
     const reader = new PeriodicExportingMetricReader({ exporter: new MetricExporter(exporterOptions('metrics')), exportIntervalMillis: 60_000 });

@@ -155,10 +155,11 @@ function listOf(value: unknown, at: string): unknown[] {
   return value;
 }
 
+/** Every text of a request passes here: U+0000, which the store cannot hold, is read as U+FFFD (as Sentry's JSON is, parseTelemetryJson). */
 function stringOf(value: unknown, at: string): string {
   if (value === undefined || value === null) return '';
   if (typeof value !== 'string') malformed(at, 'a string');
-  return value;
+  return value.includes('\0') ? value.replaceAll('\0', '\uFFFD') : value;
 }
 
 function booleanOf(value: unknown, at: string): boolean {

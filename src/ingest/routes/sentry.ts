@@ -1,7 +1,7 @@
 import { AppError } from '../../shared/errors.js';
 import { readBody } from '../body.js';
 import { authorizeDsn, chargeAddress, enqueueRecords, refundAddress, requestKey, type AdmittedDsn, type IngestContext } from '../context.js';
-import { DEFAULT_MAX_HEADER_BYTES, parseEnvelope, parseEnvelopeHeader, type Envelope } from '../sentry/envelope.js';
+import { DEFAULT_MAX_HEADER_BYTES, parseEnvelope, parseEnvelopeHeader, parseTelemetryJson, type Envelope } from '../sentry/envelope.js';
 import { normalizeEnvelope, normalizeStoreEvent } from '../sentry/normalize.js';
 import { sendJson, type IngestCall } from '../http.js';
 
@@ -65,7 +65,7 @@ export async function acceptStoreEvent(ctx: IngestContext, call: IngestCall, pro
   await limit;
   let event: unknown;
   try {
-    event = JSON.parse(body.toString('utf8'));
+    event = parseTelemetryJson(body.toString('utf8'));
   } catch {
     throw new AppError('invalid_request', 'the event is not valid JSON');
   }

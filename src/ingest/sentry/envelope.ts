@@ -117,11 +117,23 @@ function readEnvelopeHeader(body: Buffer, maxHeaderBytes: number): { header: Rec
   return { header: parseHeaderJson(line.text, 'envelope header'), next: line.next };
 }
 
+/** `\u0000` written in a JSON text, not preceded by an escaped backslash (`\\u0000` is a backslash and "u0000"). */
+const ESCAPED_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
+
+/**
+ * JSON.parse, with every U+0000 in a text or key read as U+FFFD: the store cannot hold it (PostgreSQL's
+ * jsonb under FerretDB refuses it in any text, BSON in any key), and an event is kept rather than lost for
+ * one character. The search for it is all that other texts cost.
+ */
+export function parseTelemetryJson(text: string): unknown {
+  return JSON.parse(text.includes('\\u0000') ? text.replace(ESCAPED_NUL, '$1\\ufffd') : text);
+}
+
 /** The JSON object an item carries; invalid_request when it is not JSON or not an object. */
 export function parseJsonItem(item: EnvelopeItem): Record<string, unknown> {
   let value: unknown;
   try {
-    value = JSON.parse(item.payload.toString('utf8'));
+    value = parseTelemetryJson(item.payload.toString('utf8'));
   } catch {
     throw malformed(`${item.header.type} item is not valid JSON`);
   }
@@ -148,7 +160,7 @@ function readHeaderLine(body: Buffer, offset: number, maxBytes: number, name: st
 function parseHeaderJson(text: string, name: string): Record<string, unknown> {
   let value: unknown;
   try {
-    value = JSON.parse(text);
+    value = parseTelemetryJson(text);
   } catch {
     throw malformed(`${name} is not valid one-line JSON`);
   }
