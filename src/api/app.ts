@@ -60,6 +60,12 @@ import { shareWriteTurns } from '../shared/telemetry/storage.js';
 
 
 /** Express matches paths case-insensitively and folds repeated slashes into no route: the redaction covers both. */
+/** A check-in's text is a job's output, kept as sent: a NUL byte in it, which the store cannot hold, is kept as U+FFFD rather than refused. */
+const keepNulAsReplacement: express.RequestHandler = (req, _res, next) => {
+  if (typeof req.body === 'string') req.body = req.body.replaceAll('\0', '\uFFFD');
+  next();
+};
+
 export const redactCheckinToken = (url: string) => url.replace(/(\/v1\/+checkins\/+)[^/?#]+/i, '$1[redacted]');
 
 /** The single-use code and state an identity provider sends back are credentials for a moment: not logged. */
@@ -177,7 +183,7 @@ export function createApiApp(options: ApiAppOptions): Express {
   // artifact uploads (up to 50 MiB, multipart or raw) are read by their route, after authentication
   v1.use(express.json({ limit: JSON_BODY_LIMIT, type: (req) => !isArtifactUpload(req as express.Request) && /^application\/json\b/i.test(req.headers['content-type'] ?? '') }));
   // a check-in may carry any text (a job's log tail), whatever its content type
-  v1.use('/v1/checkins', express.text({ type: () => true, limit: JSON_BODY_LIMIT }));
+  v1.use('/v1/checkins', express.text({ type: () => true, limit: JSON_BODY_LIMIT }), keepNulAsReplacement);
   v1.use(cookieParser());
   v1.use(authenticate(config));
   v1.use(rateLimitBy(deps.limits.api, rateLimitIdentity));

@@ -53,10 +53,28 @@ export const JSON_BODY_LIMIT = '1mb';
 
 const MAX_BODY_DEPTH = 32;
 
-function tooDeep(value: unknown, depth = 0): boolean {
-  if (typeof value !== 'object' || value === null) return false;
-  if (depth >= MAX_BODY_DEPTH) return true;
-  return Object.values(value).some((child) => tooDeep(child, depth + 1));
+const NUL_REFUSED = 'text may not hold the NUL character (U+0000)';
+
+/**
+ * Why a parsed body or query cannot be taken, if it cannot: nested past MAX_BODY_DEPTH, or holding
+ * U+0000 in a text or key, which the store cannot hold nor compare (PostgreSQL's jsonb under FerretDB
+ * refuses it in any text, BSON in any key).
+ */
+function refusal(value: unknown, depth = 0): string | undefined {
+  if (typeof value === 'string') return value.includes('\0') ? NUL_REFUSED : undefined;
+  if (typeof value !== 'object' || value === null) return undefined;
+  if (depth >= MAX_BODY_DEPTH) return `request body is nested deeper than ${MAX_BODY_DEPTH} levels`;
+  for (const [key, child] of Object.entries(value)) {
+    const found = key.includes('\0') ? NUL_REFUSED : refusal(child, depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** A query or form with U+0000 in a name or value is malformed, on every route; `location` names which in the details. */
+export function refuseNulText(fields: unknown, location: 'query' | 'body'): void {
+  const found = refusal(fields);
+  if (found) throw new AppError('invalid_request', found, { details: [{ path: location, message: found }] });
 }
 
 export function detailsOf(error: z.ZodError, location: string): ErrorDetail[] {
@@ -71,6 +89,7 @@ export const safeParseQuery = (route: Pick<AnyRoute, 'query'>, query: unknown) =
 
 /** Unknown query parameters are a malformed request; values that fail the schema are a validation failure. */
 function parseQuery(route: AnyRoute, query: unknown) {
+  refuseNulText(query, 'query');
   const result = safeParseQuery(route, query);
   if (result.success) return result.data;
   const details = detailsOf(result.error, 'query');
@@ -83,7 +102,8 @@ function parseQuery(route: AnyRoute, query: unknown) {
 /** Ids in paths are opaque: one that cannot be valid names nothing, exactly like an unknown one. */
 export function parseParams(schema: AnyObject, params: unknown) {
   const result = schema.safeParse(params);
-  if (!result.success) throw new AppError('not_found', 'not found');
+  // a text with U+0000 names nothing (the store could not even compare it)
+  if (!result.success || refusal(params)) throw new AppError('not_found', 'not found');
   return result.data;
 }
 
@@ -92,7 +112,8 @@ export function parseBody(schema: ZodType, req: Request) {
   if (!hasBody && Number(req.get('content-length') ?? 0) > 0) {
     throw new AppError('unsupported_media_type', 'request bodies must be application/json');
   }
-  if (tooDeep(req.body)) throw new AppError('invalid_request', `request body is nested deeper than ${MAX_BODY_DEPTH} levels`);
+  const found = refusal(req.body);
+  if (found) throw new AppError('invalid_request', found);
   const result = schema.safeParse(hasBody ? req.body : {});
   if (!result.success) throw new AppError('validation_failed', 'request body failed validation', { details: detailsOf(result.error, 'body') });
   return result.data;

@@ -284,6 +284,26 @@ test('keys starting with $ or holding dots are stored as plain data or refused w
   expect({ status: listed.status, code: listed.body.code }).toEqual({ status: 400, code: 'invalid_request' });
 });
 
+test('U+0000, which the store cannot hold, is refused with 400 in a body or query and names nothing in a path, on every API', async () => {
+  const client = h.api.with({ bearer: ownerKey });
+  const projectId = ids.projectID![0]!;
+  const before = (await client.get('/v1/projects')).body.data.length;
+  const refusals = [
+    await client.post('/v1/projects', { name: 'shop\u0000' }),
+    await client.post('/v1/projects', { name: 'shop', platform: '\u0000' }),
+    await client.patch(`/v1/projects/${projectId}`, { scrub_fields: ['a\u0000'] }),
+    await client.post('/v1/dashboards', { name: 'd', widgets: [{ title: 't', type: 'table', query: { view: 'issues', params: { 'q\u0000': '1' } }, layout: { x: 0, y: 0, w: 4, h: 2 } }] }),
+    await client.get(`/v1/issues?project=${projectId}&q=${encodeURIComponent('a\u0000b')}`),
+    await client.get(`/v1/logs?project=${projectId}&q=%00`),
+  ];
+  expect(refusals.map((reply) => [reply.status, reply.body.code, reply.body.message])).toEqual(refusals.map(() => [400, 'invalid_request', 'text may not hold the NUL character (U+0000)']));
+  expect((await client.get('/v1/projects')).body.data).toHaveLength(before);
+  const { organization } = (await client.get('/v1/me')).body;
+  const release = await fetch(`${h.api.baseUrl}/api/0/organizations/${organization.slug}/releases/${encodeURIComponent('shop@1\u0000')}/`, { headers: { authorization: `Bearer ${ownerKey}` } });
+  expect(release.status).toBe(404);
+  expect((await client.get(`/v1/checkins/${encodeURIComponent('\u0000')}`)).status).toBe(404);
+});
+
 test('single sign-on and AI routes document the 501 they answer while switched off', async () => {
   const doc = (await h.api.get('/v1/openapi.json')).body;
   for (const [path, code] of [['/v1/settings/sso', 'sso_unavailable'], ['/v1/investigations', 'ai_unavailable']] as const) {

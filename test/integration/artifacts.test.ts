@@ -226,6 +226,15 @@ describe('limits and access', () => {
     expect((await uploadRaw(project.id, 'bytes', { debug_id: 'nope' })).body).toMatchObject({ code: 'validation_failed' });
   });
 
+  test('a name or file name holding U+0000, which the store cannot hold, is refused with 400, raw or multipart', async () => {
+    const refused = { status: 400, body: { code: 'invalid_request', message: 'text may not hold the NUL character (U+0000)' } };
+    expect(await uploadRaw(project.id, 'bytes', { name: 'app\u0000.js' })).toMatchObject(refused);
+    expect(await uploadForm(project.id, 'bytes', { name: 'app\u0000.js' })).toMatchObject(refused);
+    // a file name is refused by whichever reads it first: the form's parser or the check on what it read
+    expect(await uploadForm(project.id, 'bytes', { url: '~/app.js' }, 'app\u0000.js')).toMatchObject({ status: 400, body: { code: 'invalid_request' } });
+    expect((await owner.client.get(`/v1/projects/${project.id}/artifacts`)).body.data).toEqual([]);
+  });
+
   test("another organisation's project is not found; a DSN may not upload or list; a member's key uploads but only an admin deletes", async () => {
     const stranger = await signUp(h, 'stranger');
     const strangerKey = (await createApiKey(stranger)).secret;

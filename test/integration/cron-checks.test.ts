@@ -322,6 +322,15 @@ describe('cron checks through the API', () => {
       expect((await getCheck(check)).state).toBe('up');
     });
 
+    test('a text body with NUL bytes (a binary tool\'s output) is kept with U+FFFD in their place; a JSON body with one is refused', async () => {
+      const check = await createCheck({ name: 'dump' });
+      expectAccepted(await ping(check, '', { body: 'dumped\u0000 3 tables\n', contentType: 'text/plain' }));
+      expect((await pingsOf(check)).map((p) => [p.status, p.excerpt])).toEqual([['ok', 'dumped\uFFFD 3 tables\n']]);
+      const refused = await ping(check, '', { body: { status: 'fail', message: 'disk\u0000full' } });
+      expect({ status: refused.status, code: refused.body.code }).toEqual({ status: 400, code: 'invalid_request' });
+      expect(await pingsOf(check)).toHaveLength(1);
+    });
+
     test('exit codes, JSON bodies and path suffixes say ok or fail; a failure is down at once', async () => {
       const check = await createCheck({ name: 'signals' });
       const steps: Array<[string, Parameters<typeof ping>[2], string]> = [

@@ -9,7 +9,7 @@ import { AppError } from '../../shared/errors.js';
 import { collector } from '../../shared/http/collect.js';
 import { ARTIFACT_MAX_BYTES, artifactFields, artifactJson, listArtifactsQuery, type ArtifactFields } from '../../shared/features/artifacts/schemas.js';
 import { deleteArtifact, listArtifacts, uploadArtifact, type ArtifactUpload } from '../../shared/features/artifacts/service.js';
-import { defineRoute, listOf } from '../routing.js';
+import { defineRoute, listOf, refuseNulText } from '../routing.js';
 
 /**
  * An artifact upload, which the JSON body parser leaves alone (a source map is JSON, and far over its
@@ -95,6 +95,7 @@ async function readUpload(req: Request, contentType: string | undefined, query: 
   const multipart = /^multipart\/form-data\b/i.test(contentType ?? '');
   if (/^multipart\//i.test(contentType ?? '') && !multipart) throw new AppError('unsupported_media_type', 'multipart uploads must be multipart/form-data');
   const read = multipart ? await readMultipart(req, contentType!, ARTIFACT_MAX_BYTES) : await readRaw(req, contentType, ARTIFACT_MAX_BYTES);
+  refuseNulText({ ...read.fields, filename: read.filename }, 'body');
   const fields = artifactFields.safeParse({ ...query, ...read.fields });
   if (!fields.success) {
     const details = fields.error.issues.map((issue) => ({ path: ['body', ...issue.path.map(String)].join('.'), message: issue.message }));

@@ -46,7 +46,7 @@ export const cronRoutes = (deps: ApiDeps) => {
         ? 'Check in with the signal in the path: /start, /fail, /ok, or the exit status (0 is ok, anything else a failure).'
         : method === 'get'
           ? 'Check in: a success unless `status` (start, ok, fail) or `exit_code` says otherwise; `run_id` pairs a start with its end. No credential but the token.'
-          : 'Check in with a body: JSON {status, exit_code, run_id, message}, or any text (kept as a 10 kB excerpt, e.g. the job\'s log tail).',
+          : 'Check in with a body: JSON {status, exit_code, run_id, message}, or any text (kept as a 10 kB excerpt, e.g. the job\'s log tail, with NUL bytes as U+FFFD).',
       access: 'public',
       params: withSuffix ? signalParams : tokenParams,
       query: checkinQuery,

@@ -11,7 +11,7 @@ import type { MemberPrincipal, Principal, Role } from '../../shared/principal.js
 import { authenticate, rateLimitIdentity, rateLimitOrganisation } from '../middleware/authenticate.js';
 import { deadline } from '../middleware/deadline.js';
 import { rateLimitBy, type RateLimits } from '../middleware/rate-limit.js';
-import { authorize, detailsOf, JSON_BODY_LIMIT, parseBody, parseParams } from '../routing.js';
+import { authorize, detailsOf, JSON_BODY_LIMIT, parseBody, parseParams, refuseNulText } from '../routing.js';
 
 /**
  * The Sentry-compatible routes under `/api/0/`: the subset of Sentry's web API that sentry-cli and the
@@ -52,6 +52,7 @@ const emptyObject = z.object({});
 
 /** Sentry ignores query parameters it does not know (the tools send `cursor=`, `per_page=`): so do these routes. */
 function parseQuery(schema: AnyObject, query: unknown) {
+  refuseNulText(query, 'query');
   const result = schema.safeParse(query);
   if (!result.success) throw new AppError('validation_failed', 'query parameters failed validation', { details: detailsOf(result.error, 'query') });
   return result.data;

@@ -231,7 +231,7 @@ export interface paths {
   "/v1/checkins/{token}": {
     /** Check in: a success unless `status` (start, ok, fail) or `exit_code` says otherwise; `run_id` pairs a start with its end. No credential but the token. */
     get: operations["getV1CheckinsToken"];
-    /** Check in with a body: JSON {status, exit_code, run_id, message}, or any text (kept as a 10 kB excerpt, e.g. the job's log tail). */
+    /** Check in with a body: JSON {status, exit_code, run_id, message}, or any text (kept as a 10 kB excerpt, e.g. the job's log tail, with NUL bytes as U+FFFD). */
     post: operations["postV1CheckinsToken"];
   };
   "/v1/checkins/{token}/{signal}": {
@@ -3127,7 +3127,7 @@ export interface operations {
       };
     };
   };
-  /** Check in with a body: JSON {status, exit_code, run_id, message}, or any text (kept as a 10 kB excerpt, e.g. the job's log tail). */
+  /** Check in with a body: JSON {status, exit_code, run_id, message}, or any text (kept as a 10 kB excerpt, e.g. the job's log tail, with NUL bytes as U+FFFD). */
   postV1CheckinsToken: {
     parameters: {
       query?: {
