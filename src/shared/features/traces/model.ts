@@ -45,9 +45,6 @@ const spanSchema = new Schema({
 spanSchema.index({ projectId: 1, traceId: 1, spanId: 1 }, { unique: true });
 // one page of a trace's spans within an organisation (trace ids are the client's, so tenancy narrows them).
 spanSchema.index({ orgId: 1, traceId: 1, page: 1 });
-// a service's spans over time, and a category's (http, db, messaging) over time.
-spanSchema.index({ projectId: 1, service: 1, startAt: 1 });
-spanSchema.index({ projectId: 1, category: 1, startAt: 1 });
 // retention cleanup by organisation and age.
 spanSchema.index({ orgId: 1, startAt: 1 });
 
