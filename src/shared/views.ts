@@ -6,7 +6,7 @@ import { Project } from './features/projects/model.js';
 import { parseId } from './paging.js';
 import { hoursWithRollups, lastUnmarkedHour } from './telemetry/rolled-up-hours.js';
 import { inParallel } from './telemetry/storage.js';
-import { HOUR_MS, hourOf } from './telemetry/time-buckets.js';
+import { HOUR_MS, hourOf, minuteOf } from './telemetry/time-buckets.js';
 
 const DAY_MS = 86_400_000;
 /** The longest window a view reads: the longest retention (365 days) and a day. */
@@ -89,7 +89,8 @@ export async function viewScope(
   now = Date.now(),
 ): Promise<ViewScope> {
   const to = query.to ?? new Date(now);
-  const from = query.from ?? new Date(to.getTime() - DAY_MS);
+  // by default from the whole minute: steps of whole minutes then fall on the minutes rollups are kept by
+  const from = query.from ?? new Date(minuteOf(to.getTime() - DAY_MS));
   if (from > to) throw new AppError('validation_failed', '`from` is after `to`', { details: [{ path: 'query.from', message: 'after to' }] });
   // a view reads per hour (or minute) of its window: an unbounded one (from=0) would run for hours
   if (to.getTime() - from.getTime() > MAX_WINDOW_MS) {

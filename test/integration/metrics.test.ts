@@ -150,6 +150,20 @@ describe('GET /v1/metrics/series over rollups', () => {
     ]);
   });
 
+  test('without `from`, the window is the last 24 hours from the whole minute, so its steps start on whole minutes and count the same', async () => {
+    const before = Date.now();
+    const reply = await owner.client.get(`/v1/metrics/series?project=${project.id}&name=http.requests&step=3600`);
+    const [from, to] = [Date.parse(reply.body.from), Date.parse(reply.body.to)];
+    expect(from % 60_000).toBe(0);
+    expect(to - from).toBeGreaterThanOrEqual(86_400_000);
+    expect(to - from).toBeLessThan(86_460_000);
+    expect(to).toBeGreaterThanOrEqual(before);
+    // the 48 requests of the three minutes from t0, in whichever hour-long steps they fall
+    const steps = reply.body.points.filter((point: { t: string }) => Date.parse(point.t) + 3_600_000 > t0 && Date.parse(point.t) < t0 + 3 * 60_000);
+    expect(steps.reduce((sum: number, point: { value: number }) => sum + point.value, 0)).toBe(48);
+    expect(steps.every((point: { t: string }) => Date.parse(point.t) % 60_000 === 0)).toBe(true);
+  });
+
   test('an hour whose minutes many steps cut is read from its points, with the same answer', async () => {
     // minute 1 is cut at 90 s, where its point falls after the cut
     expect(await values('name=http.requests&step=90')).toEqual([

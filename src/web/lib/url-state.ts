@@ -39,10 +39,15 @@ export const PRESET_RANGES = [
 
 export type TimeWindow = { kind: 'preset'; range: string; ms: number } | { kind: 'custom'; from: string; to: string };
 
-/** The window's bounds at the moment of a request: a preset ends now; a custom window is fixed. */
+const MINUTE_MS = 60_000;
+
+/**
+ * The window's bounds at the moment of a request: a preset ends now and starts on the whole minute (so the
+ * API answers a series of whole-minute steps from its minute rollups); a custom window is fixed.
+ */
 export function windowBounds(window: TimeWindow, now = Date.now()): { from: string; to: string } {
   if (window.kind === 'custom') return { from: window.from, to: window.to };
-  return { from: new Date(now - window.ms).toISOString(), to: new Date(now).toISOString() };
+  return { from: new Date(Math.floor((now - window.ms) / MINUTE_MS) * MINUTE_MS).toISOString(), to: new Date(now).toISOString() };
 }
 
 /** `?range=15m|1h|24h|7d` (24 h by default), or `?from=…&to=…` (ISO-8601) for a custom window. */
