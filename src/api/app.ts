@@ -56,13 +56,14 @@ import { isBundleUpload, sentryArtifactRoutes } from './sentry/artifacts.js';
 import { usageRoutes } from './routes/usage.js';
 import { checkoutRoutes } from './routes/checkout.js';
 import { createPayments } from '../shared/clients/payments.js';
+import { storableText } from '../shared/telemetry/records.js';
 import { shareWriteTurns } from '../shared/telemetry/storage.js';
 
 
 /** Express matches paths case-insensitively and folds repeated slashes into no route: the redaction covers both. */
-/** A check-in's text is a job's output, kept as sent: a NUL byte in it, which the store cannot hold, is kept as U+FFFD rather than refused. */
+/** A check-in's text is a job's output, kept as sent but storable: a NUL byte in it becomes U+FFFD rather than a refusal. */
 const keepNulAsReplacement: express.RequestHandler = (req, _res, next) => {
-  if (typeof req.body === 'string') req.body = req.body.replaceAll('\0', '\uFFFD');
+  if (typeof req.body === 'string') req.body = storableText(req.body);
   next();
 };
 

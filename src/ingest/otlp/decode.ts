@@ -2,6 +2,7 @@ import protobuf from 'protobufjs';
 import { AppError } from '../../shared/errors.js';
 import {
   logLevelOf,
+  storableText,
   type Attributes,
   type LogRecord,
   type MetricPoint,
@@ -155,11 +156,11 @@ function listOf(value: unknown, at: string): unknown[] {
   return value;
 }
 
-/** Every text of a request passes here: U+0000, which the store cannot hold, is read as U+FFFD (as Sentry's JSON is, parseTelemetryJson). */
+/** Every text of a request passes here, made storable (as Sentry's JSON is, parseTelemetryJson). */
 function stringOf(value: unknown, at: string): string {
   if (value === undefined || value === null) return '';
   if (typeof value !== 'string') malformed(at, 'a string');
-  return value.includes('\0') ? value.replaceAll('\0', '\uFFFD') : value;
+  return storableText(value);
 }
 
 function booleanOf(value: unknown, at: string): boolean {

@@ -1,6 +1,12 @@
 import { z } from 'zod';
 
 /**
+ * A text as the store can hold it: PostgreSQL's jsonb (under FerretDB) refuses U+0000 in any text and
+ * BSON in any key, so each one is kept as U+FFFD, which shows where something was.
+ */
+export const storableText = (text: string) => (text.includes('\0') ? text.replaceAll('\0', '\uFFFD') : text);
+
+/**
  * The internal telemetry records that every ingest format (OTLP, Sentry) is normalised into before it
  * is batched onto a queue. They must survive a JSON round trip through Redis: numbers are finite, there are
  * no bigints, and an optional field left undefined simply disappears.
