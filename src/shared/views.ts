@@ -82,7 +82,7 @@ export interface ViewScope {
   to: Date;
 }
 
-/** Resolves a view's window (default: the last 24 h) and checks each named project belongs to the organisation. */
+/** Resolves a view's window (default: the last 24 h, from the whole minute) and checks each named project belongs to the organisation. */
 export async function viewScope(
   orgId: Types.ObjectId,
   query: { from?: Date | undefined; to?: Date | undefined; project?: string[] | undefined },

@@ -265,7 +265,7 @@ function missing(path: string, debugId: string | undefined, keys: EventKeys): Lo
 function withOwnFrames(event: Record<string, unknown>): Record<string, unknown> {
   const ownStacktrace = (stacktrace: unknown) => {
     const trace = obj(stacktrace);
-    return trace && Array.isArray(trace.frames) ? { ...trace, frames: trace.frames.map((frame: unknown) => (obj(frame) ? { ...obj(frame) } : frame)) } : stacktrace;
+    return trace && Array.isArray(trace.frames) ? { ...trace, frames: trace.frames.map((frame: unknown) => (obj(frame) ? { ...(frame as Frame) } : frame)) } : stacktrace;
   };
   const ownException = (value: unknown) => {
     const exception = obj(value);
@@ -273,8 +273,9 @@ function withOwnFrames(event: Record<string, unknown>): Record<string, unknown> 
   };
   const copy = { ...event };
   const exception = event.exception;
+  const chain = obj(exception);
   if (Array.isArray(exception)) copy.exception = exception.map(ownException);
-  else if (Array.isArray(obj(exception)?.values)) copy.exception = { ...obj(exception), values: (obj(exception)!.values as unknown[]).map(ownException) };
+  else if (chain && Array.isArray(chain.values)) copy.exception = { ...chain, values: chain.values.map(ownException) };
   if (event.stacktrace !== undefined) copy.stacktrace = ownStacktrace(event.stacktrace);
   return copy;
 }
