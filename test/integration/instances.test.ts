@@ -15,7 +15,7 @@
  */
 import { Types } from 'mongoose';
 import { createApiKey, createProject, PASSWORD, register, signUp, uniqueEmail, type Account } from '../support/factories/accounts.js';
-import { envelope, errorEvent, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { envelope, errorEvent, hex, otlpTraces, projectWithDsn, type OtlpSpan, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import type { Harness } from '../support/harness.js';
 import type { Client, Reply } from '../support/http.js';
 import { startInstall, type Install } from '../support/instances.js';
@@ -173,6 +173,52 @@ test('errors sent to both ingest processes, as an SDK retrying through a balance
   // usage counts records as the workers accept them: each copy of a retried event
   const usage = (await owner.client.get(`/v1/usage?project=${dsnProject.id}`)).body as { categories: { category: string; used: number }[] };
   expect(usage.categories.find((category) => category.category === 'errors')?.used).toBe(2 * events.length);
+}, 90_000);
+
+test('a trace of 4,500 spans sent in parts to both ingest processes is listed whole: every span once, no stored page over 2,000 spans', async () => {
+  const dsnProject = await projectWithDsn(owner, install.ingest[0]!.baseUrl);
+  const SPANS = 4_500;
+  const PART = 500;
+  const PAGE = 2_000;
+  const traceId = hex(16);
+  const root = hex(8);
+  const t = Date.now() - 60_000;
+  const spans: OtlpSpan[] = Array.from({ length: SPANS }, (_, i) => ({
+    traceId,
+    id: i === 0 ? root : hex(8),
+    ...(i > 0 && { parent: root }),
+    name: i === 0 ? 'GET /catalogue' : `load item ${i}`,
+    kind: i === 0 ? 'server' : 'internal',
+    startMs: t + (i % 500),
+    durationMs: 2,
+  }));
+  // parts alternated between the processes, so both workers store spans of the trace, each without knowing what the other stored
+  const parts = Array.from({ length: SPANS / PART }, (_, k) => spans.slice(k * PART, (k + 1) * PART));
+  for (let round = 0; round < parts.length; round += EVENTS_PER_ROUND) {
+    const started = Date.now();
+    const sent = parts.slice(round, round + EVENTS_PER_ROUND).map((part, k) =>
+      install.ingest[(round + k) % 2]!.request('POST', '/v1/traces', JSON.stringify(otlpTraces({ catalogue: part })), { 'content-type': 'application/json', authorization: `Bearer ${dsnProject.publicKey}` }),
+    );
+    expect((await Promise.all(sent)).map((reply) => reply.status)).toEqual(sent.map(() => 200));
+    await sleep(Math.max(0, started + 1200 - Date.now()));
+  }
+  await eventually(paced(async () => ((await owner.client.get(`/v1/traces/${traceId}?limit=1`)).body.span_count === SPANS ? true : undefined)), 'every span stored', 60_000);
+  const seen: string[] = [];
+  let cursor: string | null = null;
+  do {
+    const reply: Reply = await owner.client.get(`/v1/traces/${traceId}${cursor ? `?cursor=${cursor}` : ''}`);
+    expect(reply.status).toBe(200);
+    seen.push(...(reply.body.spans as { span_id: string }[]).map((span) => span.span_id));
+    cursor = reply.body.next_cursor;
+  } while (cursor && seen.length <= SPANS);
+  expect(seen.length).toBe(SPANS);
+  expect(new Set(seen)).toEqual(new Set(spans.map((span) => span.id)));
+  // opening a trace reads one stored page per answer, so its cost stays that of 2,000 spans
+  const pages = await install.db
+    .collection('spans')
+    .aggregate<{ _id: number; spans: number }>([{ $match: { traceId } }, { $group: { _id: '$page', spans: { $sum: 1 } } }])
+    .toArray();
+  expect(pages.map((page) => page.spans).sort((a, b) => b - a)).toEqual([PAGE, PAGE, SPANS - 2 * PAGE]);
 }, 90_000);
 
 describe('each schedule tick runs once between the two worker processes', () => {

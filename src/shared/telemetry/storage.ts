@@ -143,12 +143,19 @@ export function inTurns<T>(collection: string, ids: string[], work: () => Promis
 }
 
 /**
- * Upserts one document by `_id` and answers it as it is after the update, one write at a time per
+ * Upserts one document by `_id` and answers it as it is after the update (or, with `returnDocument`
+ * 'before', as it was before it: null when the upsert created it), one write at a time per
  * document (see oneAtATime), so that of two writes bringing two halves the second sees both. Two
  * processes creating the document at once: the loser's retry updates the winner's.
  */
-export async function upsertReturning(collection: mongo.Collection, id: Types.ObjectId, update: mongo.UpdateFilter<mongo.Document>): Promise<mongo.WithId<mongo.Document> | null> {
-  const write = () => collection.findOneAndUpdate({ _id: id }, update, { upsert: true, returnDocument: 'after' });
+export async function upsertReturning(
+  collection: mongo.Collection,
+  id: Types.ObjectId,
+  update: mongo.UpdateFilter<mongo.Document>,
+  returnDocument: 'before' | 'after' = 'after',
+): Promise<mongo.WithId<mongo.Document> | null> {
+  // whole documents: FerretDB 1.24 refuses a projection (`fields`) on findAndModify
+  const write = () => collection.findOneAndUpdate({ _id: id }, update, { upsert: true, returnDocument });
   return oneAtATime(collection.collectionName, id, async () => {
     try {
       return await write();

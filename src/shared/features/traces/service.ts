@@ -5,7 +5,7 @@ import { AppError, notFound } from '../../errors.js';
 import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
 import { epochMinuteOf, HOUR_MS, hourOf, MINUTE_MS, minuteOf } from '../../telemetry/time-buckets.js';
-import { attributePairs, attributesObject, contentId, hasAttributes, inParallel, insertNew, PARALLEL_WRITES, upsertAll, upsertReturning } from '../../telemetry/storage.js';
+import { attributePairs, attributesObject, contentId, groupBy, hasAttributes, inParallel, insertNew, PARALLEL_WRITES, upsertReturning } from '../../telemetry/storage.js';
 import { allInWindowByHour, hoursDown, minutesDown, newestMinutesFirst, readHours, scopeFilter, type ViewScope } from '../../views.js';
 import { lastUnmarkedHour } from '../../telemetry/rolled-up-hours.js';
 import { ErrorEvent } from '../issues/model.js';
@@ -48,7 +48,7 @@ function spanDoc({ orgId, projectId, record }: Stamped<SpanRecord>) {
     events: record.events.map((event) => ({ name: event.name, time: new Date(event.timeMs), attributes: attributePairs(event.attributes) })),
     links: record.links.map((link) => ({ traceId: link.traceId, spanId: link.spanId, attributes: attributePairs(link.attributes) })),
     source: record.source,
-    /** Where the span is listed in its trace (see planSpanPages); set before it is stored. */
+    /** Where the span is listed in its trace (see placeOnPages and movePages); set before it is stored. */
     page: 0,
   };
 }
@@ -161,29 +161,40 @@ function summaryUpdate(delta: TraceDelta): mongo.UpdateFilter<mongo.Document> {
  * Addressed by a derived _id, and one write at a time per trace, so that of two writes bringing
  * the halves of a call the second sees both.
  */
-async function pairInTrace(delta: TraceDelta): Promise<Observation[]> {
+async function pairInTrace(delta: TraceDelta): Promise<{ observations: Observation[]; spansBefore: number }> {
   const trace = await upsertReturning(Trace.collection, traceKey(delta.projectId, delta.traceId), summaryUpdate(delta));
   const all = { calls: (trace?.calls ?? []) as PendingCall[], entries: (trace?.entries ?? []) as RemoteEntry[] };
-  return pairedObservations(delta, all, delta.pairing);
+  return { observations: pairedObservations(delta, all, delta.pairing), spansBefore: ((trace?.spanCount as number | undefined) ?? delta.spanCount) - delta.spanCount };
 }
 
 /**
- * The page each span goes on: after the spans its trace holds now (its summary's count), in the
- * batch's order. Two batches of one trace at once may put their spans on the same page, so a page can
- * hold somewhat more than SPAN_PAGE_SIZE (a few batches' worth, never without bound); each span is
- * still on exactly one page. Answers the keys of the traces that had no summary yet.
+ * How many spans this process has stored of the traces it wrote to last, by summary key: where the
+ * next spans of such a trace go, without reading its summary first. Oldest first, at most
+ * RECENT_TRACES entries.
  */
-async function planSpanPages(docs: StoredSpan[]): Promise<Set<string>> {
-  const unseen = new Set<string>();
-  await inParallel(byTrace(docs), PARALLEL_WRITES, async (ofTrace) => {
-    const first = ofTrace[0]!;
-    const key = traceKey(first.projectId, first.traceId);
-    const summary = await Trace.findById(key, { spanCount: 1 }).lean<{ spanCount?: number }>();
-    if (!summary) unseen.add(key.toHexString());
-    const before = summary?.spanCount ?? 0;
-    ofTrace.forEach((span, index) => (span.page = Math.floor((before + index) / SPAN_PAGE_SIZE)));
+const recentTraceSizes = new Map<string, number>();
+const RECENT_TRACES = 10_000;
+
+function rememberTraceSize(key: string, spans: number): void {
+  recentTraceSizes.delete(key);
+  recentTraceSizes.set(key, spans);
+  if (recentTraceSizes.size > RECENT_TRACES) recentTraceSizes.delete(recentTraceSizes.keys().next().value!);
+}
+
+const summaryKeyOf = (span: StoredSpan) => traceKey(span.projectId, span.traceId).toHexString();
+
+/**
+ * Puts each span of one trace on its page: after the `before` spans its trace held, in the order they
+ * arrived. Answers the spans whose page this changed, with the page each was on.
+ */
+function placeOnPages(ofTrace: StoredSpan[], before: number): { span: StoredSpan; from: number }[] {
+  const moved: { span: StoredSpan; from: number }[] = [];
+  ofTrace.forEach((span, index) => {
+    const page = Math.floor((before + index) / SPAN_PAGE_SIZE);
+    if (span.page !== page) moved.push({ span, from: span.page });
+    span.page = page;
   });
-  return unseen;
+  return moved;
 }
 
 /** A trace's first summary, as summaryUpdate would create it from nothing. */
@@ -207,21 +218,49 @@ function firstSummary(delta: TraceDelta) {
 }
 
 /**
- * Writes the summaries of traces that call no other service: those that had none when the batch
- * was planned are inserted together (an insert costs FerretDB a fraction of an update), and the
- * rest, with any another batch created in the meantime, are updated one by one.
+ * Writes the summaries of traces that call no other service and answers how many spans each
+ * trace held before, by summary key, for the traces that had a summary already. The first
+ * summaries are inserted together (an insert costs FerretDB a fraction of an update); a trace
+ * whose summary exists is updated on its own, the update answering the count it replaced.
  */
-async function writeSummaries(deltas: TraceDelta[], unseen: Set<string>): Promise<void> {
-  const isNew = (delta: TraceDelta) => unseen.has(traceKey(delta.projectId, delta.traceId).toHexString());
-  const created = new Set((await insertNew(Trace.collection, deltas.filter(isNew).map(firstSummary))).map((doc) => doc._id.toHexString()));
-  await upsertAll(
-    Trace.collection,
-    deltas
-      .filter((delta) => !created.has(traceKey(delta.projectId, delta.traceId).toHexString()))
+async function writeSummaries(deltas: TraceDelta[]): Promise<Map<string, number>> {
+  const created = new Set((await insertNew(Trace.collection, deltas.map(firstSummary))).map((doc) => doc._id.toHexString()));
+  const before = new Map<string, number>();
+  await inParallel(
+    deltas.filter((delta) => !created.has(traceKey(delta.projectId, delta.traceId).toHexString())),
+    PARALLEL_WRITES,
+    async (delta) => {
       // Addressed by a derived _id: FerretDB's SQLite backend answers _id lookups from its index
       // but scans the collection for other filters, which made each batch slower as traces grew.
-      .map((delta) => ({ updateOne: { filter: { _id: traceKey(delta.projectId, delta.traceId) }, update: summaryUpdate(delta), upsert: true } })),
+      const key = traceKey(delta.projectId, delta.traceId);
+      const old = await upsertReturning(Trace.collection, key, summaryUpdate(delta), 'before');
+      before.set(key.toHexString(), (old?.spanCount as number | undefined) ?? 0);
+    },
   );
+  return before;
+}
+
+/**
+ * Moves the newly stored spans of each trace to the pages that follow the spans it held before
+ * (`before`, by summary key, from the summaries' updates; a trace missing there had none) and
+ * remembers the trace's new size. Spans are inserted on the pages this process expects (see
+ * recentTraceSizes), so this writes only when another process stored spans of the same trace since.
+ * The summaries' updates take one trace at a time, so two batches of one trace never share a page's
+ * places. A crash between the insert and this leaves those spans on an earlier page, which then
+ * holds more than SPAN_PAGE_SIZE; each span is still on exactly one page.
+ */
+async function movePages(inserted: StoredSpan[], before: Map<string, number>): Promise<void> {
+  const moves = byTrace(inserted).flatMap((ofTrace) => {
+    const key = summaryKeyOf(ofTrace[0]!);
+    const held = before.get(key) ?? 0;
+    rememberTraceSize(key, held + ofTrace.length);
+    return [...groupBy(placeOnPages(ofTrace, held), ({ span, from }) => `${from}:${span.page}`).values()];
+  });
+  await inParallel(moves, PARALLEL_WRITES, async (moved) => {
+    const { span, from } = moved[0]!;
+    const spanIds = moved.map((move) => move.span.spanId);
+    await Span.collection.updateMany({ projectId: span.projectId, traceId: span.traceId, page: from, spanId: { $in: spanIds } }, { $set: { page: span.page } });
+  });
 }
 
 /**
@@ -240,18 +279,18 @@ export async function pageUnpagedSpans(): Promise<number> {
  */
 export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
   const docs = items.map(spanDoc);
-  const unseen = await planSpanPages(docs);
+  for (const ofTrace of byTrace(docs)) placeOnPages(ofTrace, recentTraceSizes.get(summaryKeyOf(ofTrace[0]!)) ?? 0);
   const inserted = await insertNew(Span.collection, docs);
   const deltas = traceDeltas(inserted);
   const pairing = deltas.filter((delta) => delta.pairing.calls.length > 0 || delta.pairing.entries.length > 0);
-  await writeSummaries(
-    deltas.filter((delta) => !pairing.includes(delta)),
-    unseen,
-  );
+  const spansBefore = await writeSummaries(deltas.filter((delta) => !pairing.includes(delta)));
   const observations = directObservations(inserted);
   await inParallel(pairing, PARALLEL_WRITES, async (delta) => {
-    for (const observation of await pairInTrace(delta)) observations.push(observation);
+    const paired = await pairInTrace(delta);
+    observations.push(...paired.observations);
+    spansBefore.set(traceKey(delta.projectId, delta.traceId).toHexString(), paired.spansBefore);
   });
+  await movePages(inserted, spansBefore);
   await recordObservations(observations);
   const queues = await queueCounts(inserted);
   await Promise.all([
