@@ -46,16 +46,28 @@ function duplicateKeyFailures(error: unknown): number[] {
   return failures.map((failure) => failure.index);
 }
 
-/** Inserts what is not stored yet and returns those documents; a duplicate key means "already stored". */
+/** Documents one insert command carries at most: larger inserts go as several at once. */
+const INSERT_PART = 500;
+
+/**
+ * Inserts what is not stored yet and returns those documents, in the order given; a duplicate key
+ * means "already stored". Many documents go in parts of INSERT_PART, PARALLEL_WRITES at a time:
+ * FerretDB stores one command's documents one after another, so parts let the store's connections
+ * work side by side.
+ */
 export async function insertNew<T extends mongo.Document>(collection: mongo.Collection, docs: T[]): Promise<T[]> {
-  if (docs.length === 0) return [];
-  try {
-    await collection.insertMany(docs, { ordered: false });
-    return docs;
-  } catch (error) {
-    const duplicates = new Set(duplicateKeyFailures(error));
-    return docs.filter((_, index) => !duplicates.has(index));
-  }
+  const parts = Array.from({ length: Math.ceil(docs.length / INSERT_PART) }, (_, k) => docs.slice(k * INSERT_PART, (k + 1) * INSERT_PART));
+  const stored: T[][] = [];
+  await inParallel(parts, PARALLEL_WRITES, async (part, k) => {
+    try {
+      await collection.insertMany(part, { ordered: false });
+      stored[k] = part;
+    } catch (error) {
+      const duplicates = new Set(duplicateKeyFailures(error));
+      stored[k] = part.filter((_, index) => !duplicates.has(index));
+    }
+  });
+  return stored.flat();
 }
 
 /**
