@@ -9,14 +9,14 @@ import { ingestMetricPoints } from '../../shared/features/metrics/service.js';
 import { scrubFieldsOf } from '../../shared/features/projects/service.js';
 import { ingestSessions } from '../../shared/features/releases/service.js';
 import { ingestReplayEvents, ingestReplayRecordings } from '../../shared/features/replays/service.js';
-import { ingestSpans } from '../../shared/features/traces/service.js';
+import { placeSpans } from '../../shared/features/traces/service.js';
 import { countDropped, countUsage } from '../../shared/features/usage/service.js';
 import { telemetryJobRecords, telemetryParts } from '../../shared/queues.js';
 import type { z } from 'zod';
 import { recordKinds, type RecordBatch, type RecordKind, type RecordOf, type Stamped } from '../../shared/telemetry/records.js';
 import { scrubRecords } from '../../shared/telemetry/scrub.js';
 
-/** What a handler left to finish after it returned: error events are stored at once and counted into their issues later. */
+/** What a handler left to finish after it returned: error events and spans are stored at once and counted later. */
 type Later = { counted: Promise<void> };
 type Handlers = { [K in RecordKind]: (batches: RecordBatch<RecordOf<K>>[]) => Promise<void | Later> };
 
@@ -33,7 +33,7 @@ function handlers(blobs: BlobStore): Handlers {
   return {
     errors: (batches) => placeErrorBatches(batches, new Date(), symbolicator),
     feedback: (batches) => ingestFeedback(itemsOf(batches)),
-    spans: (batches) => ingestSpans(itemsOf(batches)),
+    spans: (batches) => placeSpans(itemsOf(batches)),
     logs: (batches) => ingestLogs(itemsOf(batches)),
     metrics: (batches) => ingestMetricPoints(itemsOf(batches)),
     checkins: (batches) => ingestSdkCheckIns(itemsOf(batches)),
@@ -76,7 +76,7 @@ function partsOf(job: Job): JobParts {
  * Stores the parts of several jobs as one flush: each kind's batches go to its handler together, so
  * an issue, an end user or a rollup document touched by many jobs is written once. Error events go
  * first: they are what a person waits to see. Answers once everything is stored, with what settles
- * when the flush's error events are counted too.
+ * when the flush's error events and spans are counted too.
  */
 function storeFlush(byKind: Handlers) {
   return async (jobs: JobParts[]): Promise<Later> => {
@@ -123,7 +123,7 @@ interface Waiting {
  * replay's or a trace's records are applied in the order they arrived. At a low rate a flush is
  * one job and is stored at once; under load flushes grow with the backlog, and the writes per
  * event fall. The next flush starts as soon as one is stored; a job completes once its flush's
- * error events are counted as well (see placeErrorBatches). A flush that fails fails each of its
+ * error events and spans are counted as well (see placeErrorBatches and placeSpans). A flush that fails fails each of its
  * jobs, and BullMQ retries them, each in a flush of its own.
  */
 class Flusher {

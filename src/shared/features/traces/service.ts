@@ -242,18 +242,19 @@ async function writeSummaries(deltas: TraceDelta[]): Promise<Map<string, number>
 
 /**
  * Moves the newly stored spans of each trace to the pages that follow the spans it held before
- * (`before`, by summary key, from the summaries' updates; a trace missing there had none) and
- * remembers the trace's new size. Spans are inserted on the pages this process expects (see
- * recentTraceSizes), so this writes only when another process stored spans of the same trace since.
- * The summaries' updates take one trace at a time, so two batches of one trace never share a page's
- * places. A crash between the insert and this leaves those spans on an earlier page, which then
- * holds more than SPAN_PAGE_SIZE; each span is still on exactly one page.
+ * (`before`, by summary key, from the summaries' updates; a trace missing there had none). Spans are
+ * inserted on the pages this process expects (`expected`, see recentTraceSizes), so this writes only
+ * when another process stored spans of the same trace since, or a flush of this one counted after a
+ * later one; such a trace's expected size is then corrected. The summaries' updates take one trace
+ * at a time, so two batches of one trace never share a page's places. A crash between the insert and
+ * this leaves those spans on an earlier page, which then holds more than SPAN_PAGE_SIZE; each span is
+ * still on exactly one page.
  */
-async function movePages(inserted: StoredSpan[], before: Map<string, number>): Promise<void> {
+async function movePages(inserted: StoredSpan[], before: Map<string, number>, expected: Map<string, number>): Promise<void> {
   const moves = byTrace(inserted).flatMap((ofTrace) => {
     const key = summaryKeyOf(ofTrace[0]!);
     const held = before.get(key) ?? 0;
-    rememberTraceSize(key, held + ofTrace.length);
+    if (held !== expected.get(key)) rememberTraceSize(key, held + ofTrace.length);
     return [...groupBy(placeOnPages(ofTrace, held), ({ span, from }) => `${from}:${span.page}`).values()];
   });
   await inParallel(moves, PARALLEL_WRITES, async (moved) => {
@@ -272,31 +273,29 @@ export async function pageUnpagedSpans(): Promise<number> {
 }
 
 /**
- * Stores spans once per {project, trace, span}, on the pages their trace is read by, folds them into their trace summaries and counts
- * them into the service, endpoint, database-query and queue rollups. Only the spans this call actually inserted are counted, so a
- * replayed batch adds nothing; a crash between the writes leaves those spans uncounted rather than
- * counted twice.
+ * Stores spans once per {project, trace, span}, on the pages their trace is read by, and answers
+ * once they are stored, with what settles when they are folded into their trace summaries and
+ * counted into the service, endpoint, database-query and queue rollups: the worker's next flush
+ * need not wait for that. Only the spans this call actually inserted are counted, so a replayed batch
+ * adds nothing; a crash between the writes leaves those spans uncounted rather than counted twice.
  */
-export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
+export async function placeSpans(items: Stamped<SpanRecord>[]): Promise<{ counted: Promise<void> }> {
   const docs = items.map(spanDoc);
-  for (const ofTrace of byTrace(docs)) placeOnPages(ofTrace, recentTraceSizes.get(summaryKeyOf(ofTrace[0]!)) ?? 0);
+  const expected = new Map<string, number>();
+  for (const ofTrace of byTrace(docs)) {
+    const key = summaryKeyOf(ofTrace[0]!);
+    const guess = recentTraceSizes.get(key) ?? 0;
+    placeOnPages(ofTrace, guess);
+    expected.set(key, guess);
+    rememberTraceSize(key, guess + ofTrace.length);
+  }
   const inserted = await insertNew(Span.collection, docs);
-  const deltas = traceDeltas(inserted);
-  const pairing = deltas.filter((delta) => delta.pairing.calls.length > 0 || delta.pairing.entries.length > 0);
-  const spansBefore = await writeSummaries(deltas.filter((delta) => !pairing.includes(delta)));
-  const observations = directObservations(inserted);
-  await inParallel(pairing, PARALLEL_WRITES, async (delta) => {
-    const paired = await pairInTrace(delta);
-    observations.push(...paired.observations);
-    spansBefore.set(traceKey(delta.projectId, delta.traceId).toHexString(), paired.spansBefore);
-  });
-  await movePages(inserted, spansBefore);
-  await recordObservations(observations);
-  const queues = await queueCounts(inserted);
-  await Promise.all([
+  // the summaries with the service map, and the other rollups, side by side: each follows only the inserted spans
+  const counted = Promise.all([
+    summarize(inserted, expected),
     endpointCounts(inserted).write(EndpointRollup.collection),
     queryCounts(inserted).write(QueryRollup.collection),
-    queues.write(QueueRollup.collection),
+    queueCounts(inserted).then((queues) => queues.write(QueueRollup.collection)),
     // the requests services served (entry spans, as in the service list), by release and environment
     countIntoReleases(
       inserted
@@ -311,7 +310,31 @@ export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
           latencyMs: span.durationMs,
         })),
     ),
-  ]);
+  ]).then(() => undefined);
+  return { counted };
+}
+
+/** Stores and counts spans (see placeSpans), answering once they are counted. */
+export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
+  await (await placeSpans(items)).counted;
+}
+
+/**
+ * Folds newly stored spans into their traces' summaries, moves them to their pages (`expected`: the
+ * spans each trace was expected to hold before them), and counts them into the service rollups.
+ */
+async function summarize(inserted: StoredSpan[], expected: Map<string, number>): Promise<void> {
+  const deltas = traceDeltas(inserted);
+  const pairing = deltas.filter((delta) => delta.pairing.calls.length > 0 || delta.pairing.entries.length > 0);
+  const spansBefore = await writeSummaries(deltas.filter((delta) => !pairing.includes(delta)));
+  const observations = directObservations(inserted);
+  await inParallel(pairing, PARALLEL_WRITES, async (delta) => {
+    const paired = await pairInTrace(delta);
+    observations.push(...paired.observations);
+    spansBefore.set(traceKey(delta.projectId, delta.traceId).toHexString(), paired.spansBefore);
+  });
+  await movePages(inserted, spansBefore, expected);
+  await recordObservations(observations);
 }
 
 type SpanDoc = StoredSpan & { _id: Types.ObjectId };
