@@ -8,7 +8,7 @@ import { openAlert, resolveAlertsAbout, sealStoredDestinations } from '../../src
 import { createSecretBox } from '../../src/shared/clients/secret-box.js';
 import { dropTestDatabase, startHarness, type Harness } from '../support/harness.js';
 import { addMember, createProject, signUp, uniqueEmail, type Account } from '../support/factories/accounts.js';
-import { envelope, errorEvent, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { envelope, errorEvent, eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { confirmAddresses as confirmEach, isConfirmation, startMailCatcher, type MailCatcher, type ReceivedMail } from '../support/smtp.js';
 import { eventually } from '../support/wait.js';
 
@@ -605,6 +605,40 @@ describe('issue alerts through ingest', () => {
     const stranger = await signUp(live, 'stranger');
     expect((await alertsOf(stranger)).data).toEqual([]);
     expect((await stranger.client.get(`/v1/alerts?project=${project.id}`)).status).toBe(404);
+  });
+
+  test('new issues arriving together are each created once, with their counts, users and release, and each opens one alert', async () => {
+    const team = await signUp(live, 'burst');
+    const burst = await projectWithDsn(team, live.ingest.baseUrl);
+    const ISSUES = 40;
+    const id = tag();
+    // three events of each issue, from two users, all sent at once so the workers take many new issues in one count
+    const events = Array.from({ length: ISSUES * 3 }, (_, i) =>
+      errorEvent({ user: { id: `user-${Math.floor(i / ISSUES) % 2}` }, release: 'shop@2.0.0' }, { type: 'BurstError', value: `failure ${id}`, fn: `handler${i % ISSUES}` }),
+    );
+    const replies = await Promise.all(
+      events.map((event) => live.ingest.request('POST', `/api/${burst.number}/envelope/?sentry_key=${burst.publicKey}`, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]))),
+    );
+    expect(replies.map((reply) => reply.status)).toEqual(events.map(() => 200));
+    type Listed = { id: string; count: number; user_count: number; title: string; releases: string[] };
+    const issues = await eventually(async () => {
+      const listed = (await team.client.get(`/v1/issues?project=${burst.id}&limit=100`)).body.data as Listed[];
+      return listed.length === ISSUES && listed.every((issue) => issue.count === 3) ? listed : undefined;
+    }, 'every issue counted', 30_000);
+    expect(issues.map((issue) => [issue.count, issue.user_count])).toEqual(issues.map(() => [3, 2]));
+    expect(issues.map((issue) => issue.releases)).toEqual(issues.map(() => ['shop@2.0.0']));
+    const alerts = await eventually(async () => {
+      const listed = (await alertsOf(team, '?kind=issue.new&limit=100')).data;
+      return listed.length >= ISSUES ? listed : undefined;
+    }, 'an alert for every new issue');
+    expect(alerts.map((alert) => alert.subject.id).sort()).toEqual(issues.map((issue) => issue.id).sort());
+    expect(new Set(alerts.map((alert) => alert.title))).toEqual(new Set(issues.map((issue) => `New issue: ${issue.title}`)));
+    // a further event of each counts into its issue, opening nothing new
+    await Promise.all(
+      events.slice(0, ISSUES).map((event) => live.ingest.request('POST', `/api/${burst.number}/envelope/?sentry_key=${burst.publicKey}`, envelope({}, [{ type: 'event', payload: { ...event, event_id: eventId() } }]))),
+    );
+    await eventually(async () => ((await team.client.get(`/v1/issues?project=${burst.id}&limit=100`)).body.data as Listed[]).every((issue) => issue.count === 4) || undefined, 'the fourth events counted');
+    expect((await alertsOf(team, '?kind=issue.new&limit=100')).data).toHaveLength(ISSUES);
   });
 });
 

@@ -32,9 +32,9 @@ const SILENT_RESOLUTION = new Set<AlertKind>(['issue.new', 'issue.regression']);
 
 export const alertIdOf = (key: string) => contentId('alert', key);
 
-/** Opens the incident's alert; answers it, or undefined when that incident was opened before. */
-export async function openAlert(input: AlertInput): Promise<AlertDoc | undefined> {
-  const doc = {
+/** Opens the incidents' alerts, in one insert; answers those opened now (an incident opened before is left as it is). */
+export async function openAlerts(inputs: AlertInput[]): Promise<AlertDoc[]> {
+  const docs = inputs.map((input) => ({
     _id: alertIdOf(input.key),
     orgId: input.orgId,
     projectId: input.projectId,
@@ -48,9 +48,14 @@ export async function openAlert(input: AlertInput): Promise<AlertDoc | undefined
     resolvedAt: null,
     dispatched: [],
     pendingDispatch: true,
-  };
-  const [inserted] = await insertNew(Alert.collection, [doc]);
-  return inserted as AlertDoc | undefined;
+  }));
+  return (await insertNew(Alert.collection, docs)) as AlertDoc[];
+}
+
+/** Opens the incident's alert; answers it, or undefined when that incident was opened before. */
+export async function openAlert(input: AlertInput): Promise<AlertDoc | undefined> {
+  const [opened] = await openAlerts([input]);
+  return opened;
 }
 
 /** Resolves the incident's alert if it is open; true when this call resolved it. */

@@ -8,7 +8,7 @@ import { Types } from 'mongoose';
 import { isDuplicateKey } from '../../errors.js';
 import type { ErrorEventRecord, RecordBatch, Stamped } from '../../telemetry/records.js';
 import { batchApplied, claimBatches, contentId, groupBy, inParallel, insertNew, oneAtATime, PARALLEL_WRITES, updateEach } from '../../telemetry/storage.js';
-import { openAlert } from '../alerts/service.js';
+import { openAlert, openAlerts, type AlertInput } from '../alerts/service.js';
 import type { Symbolicator } from '../artifacts/symbolicate.js';
 import { countIntoReleases } from '../releases/service.js';
 import { recordEndUsers, userKeyOf, type SentUser } from '../users/service.js';
@@ -124,15 +124,16 @@ const readCountedState = (id: Types.ObjectId) => Issue.findById(id, { eventCount
  * without reading the issue first. Another process may have counted since: then the count's
  * condition fails, the issue is read, and the events are moved to the pages the count put them on.
  */
-const knownIssues = new Map<string, { state: CountedState; at: number }>();
+const knownIssues = new Map<string, { state: CountedState | null; at: number }>();
 const KNOWN_ISSUES = 10_000;
 /** How long what a count left is trusted instead of reading the issue. */
 const KNOWN_FOR_MS = 60_000;
 
-function know(id: Types.ObjectId, { eventCount, countedBatches }: CountedState): void {
+/** Remembers an issue's state, or (null) that it is not there yet: the count that creates it finds out if another process did first. */
+function know(id: Types.ObjectId, state: CountedState | null): void {
   const key = id.toHexString();
   knownIssues.delete(key);
-  knownIssues.set(key, { state: { eventCount, countedBatches }, at: Date.now() });
+  knownIssues.set(key, { state: state && { eventCount: state.eventCount, countedBatches: state.countedBatches }, at: Date.now() });
   if (knownIssues.size > KNOWN_ISSUES) knownIssues.delete(knownIssues.keys().next().value!);
 }
 
@@ -145,11 +146,84 @@ function forget(id: Types.ObjectId): void {
 async function countedState(id: Types.ObjectId): Promise<CountedState | null> {
   const known = knownIssues.get(id.toHexString());
   if (known && Date.now() - known.at < KNOWN_FOR_MS) return known.state;
-  return readCountedState(id);
+  const state = await readCountedState(id);
+  if (!state) know(id, null);
+  return state;
 }
 
 /** A count that did not land this many times in a row (other batches counting first each time) is an error. */
 const COUNT_ATTEMPTS = 50;
+
+/**
+ * The update that counts `events` into their issue: the event and new-user counts, first/last seen,
+ * the newest event's details and the batches counted into it (see countIntoIssue).
+ */
+function issueUpdate(events: PreparedEvent[], newUsers: number, countedBatches: string[], lastPage: number) {
+  const newest = events.reduce((a, b) => (b.at >= a.at ? b : a));
+  const earliest = events.reduce((a, b) => (b.at < a.at ? b : a));
+  const sentry = newest.event as SentryEventLike;
+  const exception = exceptionsOf(sentry).at(-1);
+  return {
+    $setOnInsert: {
+      orgId: newest.orgId,
+      projectId: newest.projectId,
+      hash: newest.hash,
+      groupingKind: newest.groupingKind,
+      platform: str(newest.event.platform),
+      status: 'unresolved',
+      // the release the issue first appeared in: a release's new issues
+      firstRelease: str(earliest.event.release),
+    },
+    $set: {
+      title: issueTitle(sentry),
+      culprit: culprit(sentry),
+      level: str(newest.event.level) ?? 'error',
+      errorType: str(exception?.type),
+      errorValue: str(exception?.value),
+      latestEventId: newest.eventId,
+      countedBatches,
+    },
+    $min: { firstSeen: earliest.at },
+    $max: { lastSeen: newest.at, lastPage },
+    $inc: { eventCount: events.length, userCount: newUsers, ...hourlyIncrements(events) },
+    $addToSet: {
+      environments: { $each: [...new Set(events.flatMap((e) => str(e.event.environment) ?? []))] },
+      releases: { $each: [...new Set(events.flatMap((e) => str(e.event.release) ?? []))] },
+    },
+  };
+}
+
+/** The issue an upsert of `update` would create, with the schema's defaults. */
+function issueCreatedBy(id: Types.ObjectId, update: ReturnType<typeof issueUpdate>): IssueDoc {
+  const { eventCount, userCount, ...increments } = update.$inc;
+  const hourly = Object.fromEntries(Object.entries(increments).map(([path, count]) => [path.slice('hourly.'.length), count]));
+  const fields = { _id: id, ...update.$setOnInsert, ...update.$set, ...update.$min, ...update.$max, eventCount, userCount, hourly };
+  return new Issue({ ...fields, environments: update.$addToSet.environments.$each, releases: update.$addToSet.releases.$each }).toObject() as IssueDoc;
+}
+
+type IssueCount<E> = { issue: IssueDoc; created: boolean; before: number; events: E[] };
+
+/**
+ * Creates the issues of `groups` (events by issue id) that were not there when read, in one insert:
+ * each as countIntoIssue's upsert would have, which costs FerretDB one update (a read and a write)
+ * per issue where an insert is a fraction of that. Answers the counts made, by issue id; an issue
+ * created meanwhile by another process is left out, for countIntoIssue.
+ */
+async function createIssues<E extends PreparedEvent>(groups: [string, E[]][], newUsers: Map<string, number>): Promise<Map<string, IssueCount<E>>> {
+  const counts = new Map(
+    groups.map(([issueId, events]) => {
+      const batches = [...new Set(events.map((e) => e.batchId))];
+      const issue = issueCreatedBy(events[0]!.issueId, issueUpdate(events, newUsers.get(issueId) ?? 0, batches, pageOf(events.length)));
+      return [issueId, { issue, created: true, before: 0, events }] as const;
+    }),
+  );
+  const inserted = new Set((await insertNew(Issue.collection, [...counts.values()].map(({ issue }) => issue))).map((issue) => issue._id.toHexString()));
+  for (const [issueId, { issue }] of counts) {
+    if (inserted.has(issueId)) know(issue._id, issue);
+    else counts.delete(issueId);
+  }
+  return counts;
+}
 
 /**
  * Counts a count's events of one issue into it (see countPlaced), once per batch: one write by the
@@ -164,41 +238,7 @@ async function countIntoIssue<E extends PreparedEvent>(
   all: E[],
   newUsers: number,
   known: CountedState | null,
-): Promise<{ issue: IssueDoc; created: boolean; before: number; events: E[] } | undefined> {
-  const update = (events: E[], countedBatches: string[], lastPage: number) => {
-    const newest = events.reduce((a, b) => (b.at >= a.at ? b : a));
-    const earliest = events.reduce((a, b) => (b.at < a.at ? b : a));
-    const sentry = newest.event as SentryEventLike;
-    const exception = exceptionsOf(sentry).at(-1);
-    return {
-      $setOnInsert: {
-        orgId: newest.orgId,
-        projectId: newest.projectId,
-        hash: newest.hash,
-        groupingKind: newest.groupingKind,
-        platform: str(newest.event.platform),
-        status: 'unresolved',
-        // the release the issue first appeared in: a release's new issues
-        firstRelease: str(earliest.event.release),
-      },
-      $set: {
-        title: issueTitle(sentry),
-        culprit: culprit(sentry),
-        level: str(newest.event.level) ?? 'error',
-        errorType: str(exception?.type),
-        errorValue: str(exception?.value),
-        latestEventId: newest.eventId,
-        countedBatches,
-      },
-      $min: { firstSeen: earliest.at },
-      $max: { lastSeen: newest.at, lastPage },
-      $inc: { eventCount: events.length, userCount: newUsers, ...hourlyIncrements(events) },
-      $addToSet: {
-        environments: { $each: [...new Set(events.flatMap((e) => str(e.event.environment) ?? []))] },
-        releases: { $each: [...new Set(events.flatMap((e) => str(e.event.release) ?? []))] },
-      },
-    };
-  };
+): Promise<IssueCount<E> | undefined> {
   const id = all[0]!.issueId;
   return oneAtATime(Issue.collection.collectionName, id, async () => {
     let state = known;
@@ -213,8 +253,8 @@ async function countIntoIssue<E extends PreparedEvent>(
         // An issue not there when read is created by an upsert that cannot match one made since (every issue has
         // countedBatches): that meets its `_id`, and the issue is read again.
         const issue = state
-          ? await Issue.findOneAndUpdate({ _id: id, eventCount: state.eventCount }, update(events, counted, lastPage), { returnDocument: 'after' }).lean<IssueDoc>()
-          : await Issue.findOneAndUpdate({ _id: id, countedBatches: { $exists: false } }, update(events, counted, lastPage), { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
+          ? await Issue.findOneAndUpdate({ _id: id, eventCount: state.eventCount }, issueUpdate(events, newUsers, counted, lastPage), { returnDocument: 'after' }).lean<IssueDoc>()
+          : await Issue.findOneAndUpdate({ _id: id, countedBatches: { $exists: false } }, issueUpdate(events, newUsers, counted, lastPage), { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
         if (issue) {
           know(id, issue);
           return { issue, created: !state, before, events };
@@ -249,7 +289,7 @@ async function applyEventTransitions(issue: IssueDoc, now: Date): Promise<void> 
     oneAtATime(Issue.collection.collectionName, issue._id, () => Issue.updateOne({ _id: issue._id, status }, { $set: { status: 'unresolved', ...fields } }));
   if (issue.status === 'resolved') {
     const flipped = await set('resolved', { regressedAt: now, resolvedAt: null });
-    if (flipped.modifiedCount === 1) await raiseIssueAlert(issue, 'issue.regression', now);
+    if (flipped.modifiedCount === 1) await raiseRegressionAlert(issue, now);
     return;
   }
   const countPassed = issue.ignoredUntilCount != null && issue.eventCount >= issue.ignoredUntilCount;
@@ -257,10 +297,10 @@ async function applyEventTransitions(issue: IssueDoc, now: Date): Promise<void> 
   if (issue.status === 'ignored' && (countPassed || timePassed)) await set('ignored', { ignoredUntil: null, ignoredUntilCount: null });
 }
 
-/** A new issue, or one that regressed at `at`: one alert each, however often the batch is retried. */
-async function raiseIssueAlert(issue: IssueDoc, kind: 'issue.new' | 'issue.regression', at: Date): Promise<void> {
+/** What an alert about a new issue, or one that regressed at `at`, says. */
+function issueAlert(issue: IssueDoc, kind: 'issue.new' | 'issue.regression', at: Date): AlertInput {
   const id = issue._id.toHexString();
-  await openAlert({
+  return {
     key: kind === 'issue.new' ? `issue:${id}:new` : `issue:${id}:regression:${at.getTime()}`,
     orgId: issue.orgId,
     projectId: issue.projectId,
@@ -269,8 +309,14 @@ async function raiseIssueAlert(issue: IssueDoc, kind: 'issue.new' | 'issue.regre
     title: `${kind === 'issue.new' ? 'New issue' : 'Regression'}: ${issue.title}`,
     details: { culprit: issue.culprit ?? null, level: issue.level, events: issue.eventCount },
     at,
-  });
+  };
 }
+
+/** A regression at `at`: one alert, however often the batch is retried. */
+const raiseRegressionAlert = (issue: IssueDoc, at: Date) => openAlert(issueAlert(issue, 'issue.regression', at));
+
+/** New issues: one alert each, however often the batch is retried, opened together. */
+const raiseNewIssueAlerts = (issues: IssueDoc[], at: Date) => openAlerts(issues.map((issue) => issueAlert(issue, 'issue.new', at)));
 
 /** The pages of the events this batch stored on an earlier attempt (a retry counts them now, unless it did then). */
 async function storedByBatch(batchId: string): Promise<Map<string, number>> {
@@ -444,19 +490,34 @@ async function countPlaced(placed: Placed[]): Promise<void> {
   const events = placed.flatMap((flush) => flush.events);
   const newUsers = new Map<string, number>();
   for (const flush of placed) for (const [issueId, count] of flush.newUsers) newUsers.set(issueId, (newUsers.get(issueId) ?? 0) + count);
-  await inParallel([...groupBy(events, (e) => e.issueId.toHexString())], PARALLEL_WRITES, async ([issueId, ofIssue]) => {
-    let counted;
+  const groups = [...groupBy(events, (e) => e.issueId.toHexString())];
+  const states = new Map<string, CountedState | null>();
+  await inParallel(groups, PARALLEL_WRITES, async ([issueId, ofIssue]) => void states.set(issueId, await countedState(ofIssue[0]!.issueId)));
+  let created = new Map<string, IssueCount<PlacedEvent>>();
+  try {
+    created = await createIssues(
+      groups.filter(([issueId]) => states.get(issueId) === null),
+      newUsers,
+    );
+  } catch (error) {
+    for (const [, ofIssue] of groups) place(ofIssue, -1);
+    throw error;
+  }
+  const newIssues: IssueDoc[] = [];
+  await inParallel(groups, PARALLEL_WRITES, async ([issueId, ofIssue]) => {
+    let counted = created.get(issueId);
     try {
-      counted = await countIntoIssue(ofIssue, newUsers.get(issueId) ?? 0, await countedState(ofIssue[0]!.issueId));
+      // not there when read, and there when created: another process created it meanwhile
+      counted ??= await countIntoIssue(ofIssue, newUsers.get(issueId) ?? 0, states.get(issueId) === null ? await readCountedState(ofIssue[0]!.issueId) : states.get(issueId)!);
     } finally {
       place(ofIssue, -1);
     }
     if (!counted) return;
-    const { issue, created, before, events: countedEvents } = counted;
+    const { issue, created: isNew, before, events: countedEvents } = counted;
     // counted after other processes' events than planned: the events go on the pages that count put them on
     const moved = countedEvents.flatMap((e, index) => (pageOf(before + index + 1) === e.page ? [] : [{ updateOne: { filter: { _id: e._id }, update: { $set: { page: pageOf(before + index + 1) } } } }]));
     await updateEach(ErrorEvent.collection, moved);
-    if (created) await raiseIssueAlert(issue, 'issue.new', now);
+    if (isNew) newIssues.push(issue);
     // a batch arriving late with the issue's earliest event: the release it first appeared in is this event's
     const earliest = countedEvents.reduce((a, b) => (b.at < a.at ? b : a));
     const release = str(earliest.event.release);
@@ -465,6 +526,7 @@ async function countPlaced(placed: Placed[]): Promise<void> {
     }
     await applyEventTransitions(issue, now);
   });
+  await raiseNewIssueAlerts(newIssues, now);
   // From now on a retry counts nothing again, and later counts drop these batches' ids from their issues.
   const counting = [...new Set(events.map((e) => e.batchId))];
   const claimed = await claimBatches(counting, ISSUES_COUNTED, now);
