@@ -112,6 +112,11 @@ describe('metrics and anomalies', () => {
     await latestOf(page, 'payments').waitFor({ timeout: 15_000 });
     expect(await latestOf(page, 'All services').count()).toBe(0);
     expect(await page.getByRole('img', { name: /queue\.depth.*: checkout, payments over time/ }).isVisible()).toBe(true);
+    // switching the system to dark mode draws the chart again, in the dark theme's colours
+    const drawnLight = await page.locator('figure canvas').first().elementHandle();
+    await page.emulateMedia({ colorScheme: 'dark' });
+    await page.waitForFunction((canvas) => !canvas?.isConnected, drawnLight);
+    await page.emulateMedia({ colorScheme: null });
     expect(await review(page, 'metrics-series')).toEqual([]);
 
     // a day's window in one step: each service's line averages its ten points, then takes their max

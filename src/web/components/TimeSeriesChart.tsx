@@ -1,4 +1,4 @@
-import { useEffect, useRef } from 'react';
+import { useEffect, useRef, useSyncExternalStore } from 'react';
 import uPlot from 'uplot';
 import 'uplot/dist/uPlot.min.css';
 
@@ -16,6 +16,14 @@ export interface ChartSeries {
 
 const PALETTE = ['#3b82f6', '#ef4444', '#10b981', '#f59e0b', '#8b5cf6', '#ec4899', '#14b8a6', '#64748b'];
 
+const darkScheme = () => window.matchMedia('(prefers-color-scheme: dark)');
+const prefersDark = () => darkScheme().matches;
+function onSchemeChange(changed: () => void): () => void {
+  const query = darkScheme();
+  query.addEventListener('change', changed);
+  return () => query.removeEventListener('change', changed);
+}
+
 /**
  * A time series on a canvas (uPlot: tens of thousands of points stay fluid). `times` are epoch
  * milliseconds; `unit` follows every value on the axis and in the legend. The figures are also in a
@@ -23,6 +31,8 @@ const PALETTE = ['#3b82f6', '#ef4444', '#10b981', '#f59e0b', '#8b5cf6', '#ec4899
  */
 export function TimeSeriesChart({ title, times, series, unit = '', height = 220 }: { title: string; times: readonly number[]; series: readonly ChartSeries[]; unit?: string; height?: number }) {
   const container = useRef<HTMLDivElement>(null);
+  // the canvas takes its colours from the theme when drawn: drawn again when the system switches light and dark
+  const dark = useSyncExternalStore(onSchemeChange, prefersDark);
   useEffect(() => {
     const element = container.current;
     if (!element || times.length === 0) return;
@@ -70,7 +80,7 @@ export function TimeSeriesChart({ title, times, series, unit = '', height = 220 
       resize.disconnect();
       plot.destroy();
     };
-  }, [times, series, unit, height]);
+  }, [times, series, unit, height, dark]);
 
   if (times.length === 0) return <p className="chart-empty">No points in this window.</p>;
   return (
