@@ -6,6 +6,7 @@
  * service logs each order in its trace and counts orders with a counter. Everything is then read
  * back through the API, with the numbers the planted timings imply.
  */
+import { Queue } from 'bullmq';
 import { SeverityNumber } from '@opentelemetry/api-logs';
 import { SpanKind, SpanStatusCode, context, trace } from '@opentelemetry/api';
 import { OTLPLogExporter } from '@opentelemetry/exporter-logs-otlp-proto';
@@ -103,6 +104,17 @@ beforeAll(async () => {
     const reply = await owner.client.get(`/v1/queues?${windowQuery()}`);
     return reply.body.data?.[0]?.waits_measured === ORDERS ? true : undefined;
   }, 'every message processed and paired with its publication');
+  // the queue's rollups are written beside the others (services, map, queries), not after them: a job
+  // completes once all of them are, so an empty queue means everything sent is counted
+  const queue = new Queue('telemetry', { connection: { url: h.config.REDIS_URL }, prefix: h.config.REDIS_PREFIX });
+  try {
+    await eventually(async () => {
+      const { waiting = 0, active = 0, delayed = 0 } = await queue.getJobCounts('waiting', 'active', 'delayed');
+      return waiting + active + delayed === 0 ? true : undefined;
+    }, 'every telemetry job stored and counted');
+  } finally {
+    await queue.close();
+  }
 });
 
 const windowQuery = () => `project=${project.id}&from=${base - 60_000}&to=${base + 10 * 60_000}`;
