@@ -493,16 +493,11 @@ async function countPlaced(placed: Placed[]): Promise<void> {
   const groups = [...groupBy(events, (e) => e.issueId.toHexString())];
   const states = new Map<string, CountedState | null>();
   await inParallel(groups, PARALLEL_WRITES, async ([issueId, ofIssue]) => void states.set(issueId, await countedState(ofIssue[0]!.issueId)));
-  let created = new Map<string, IssueCount<PlacedEvent>>();
-  try {
-    created = await createIssues(
-      groups.filter(([issueId]) => states.get(issueId) === null),
-      newUsers,
-    );
-  } catch (error) {
-    for (const [, ofIssue] of groups) place(ofIssue, -1);
-    throw error;
-  }
+  // a failure here fails the count, and runCounts forgets these issues' placed events
+  const created = await createIssues(
+    groups.filter(([issueId]) => states.get(issueId) === null),
+    newUsers,
+  );
   const newIssues: IssueDoc[] = [];
   await inParallel(groups, PARALLEL_WRITES, async ([issueId, ofIssue]) => {
     let counted = created.get(issueId);
