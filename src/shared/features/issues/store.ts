@@ -4,6 +4,7 @@
  * count that takes every flush placed meanwhile, with one write per issue and per rollup document
  * however many flushes and batches it holds.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Types } from 'mongoose';
 import { isDuplicateKey } from '../../errors.js';
 import type { ErrorEventRecord, RecordBatch, Stamped } from '../../telemetry/records.js';
@@ -448,6 +449,15 @@ const waitingToCount: { placed: Placed; resolve: () => void; reject: (error: unk
 let countRunning = false;
 
 /**
+ * A count that takes longer than BUSY_COUNT_MS says the store is busy: then the next count begins no
+ * sooner than COUNT_GATHER_MS after it began, so that it takes more events for each issue. A count
+ * costs the store one write per issue however many events it adds, and events are listed as soon as
+ * they are stored, without waiting for their count.
+ */
+const BUSY_COUNT_MS = 100;
+const COUNT_GATHER_MS = 1000;
+
+/**
  * Group commit for issue counts: one count runs at a time in this process, and takes every flush
  * placed while the one before it ran, so an issue busy in many flushes gets one write for all of
  * them. At a low rate a flush is counted as soon as it is placed; under load the counts grow with
@@ -465,6 +475,7 @@ async function runCounts(): Promise<void> {
   while (waitingToCount.length > 0) {
     const taken = waitingToCount.splice(0);
     const placed = taken.map((waiting) => waiting.placed);
+    const began = performance.now();
     try {
       await countPlaced(placed);
       for (const waiting of taken) waiting.resolve();
@@ -473,6 +484,8 @@ async function runCounts(): Promise<void> {
       for (const { events } of placed) for (const e of events) forget(e.issueId);
       for (const waiting of taken) waiting.reject(error);
     }
+    const took = performance.now() - began;
+    if (took > BUSY_COUNT_MS && took < COUNT_GATHER_MS) await sleep(COUNT_GATHER_MS - took);
   }
   countRunning = false;
 }
