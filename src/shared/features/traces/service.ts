@@ -339,7 +339,6 @@ async function summarize(inserted: StoredSpan[], expected: Map<string, number>):
 
 type SpanDoc = StoredSpan & { _id: Types.ObjectId };
 
-
 const byStart = (a: SpanDoc, b: SpanDoc) => a.startAt.getTime() - b.startAt.getTime() || a.spanId.localeCompare(b.spanId) || a._id.toHexString().localeCompare(b._id.toHexString());
 
 /**
