@@ -7,6 +7,8 @@ import { createBlobStore, type BlobStore } from '../../src/shared/clients/blob.j
 import { loadConfig } from '../../src/shared/config.js';
 import { CronCheck, CronPing } from '../../src/shared/features/cron/model.js';
 import { ingestSdkCheckIns } from '../../src/shared/features/cron/service.js';
+import { QueryRollup } from '../../src/shared/features/database/model.js';
+import { EndpointRollup } from '../../src/shared/features/endpoints/model.js';
 import { ErrorEvent, hourOfKey, Issue } from '../../src/shared/features/issues/model.js';
 import { ingestErrorEvents } from '../../src/shared/features/issues/store.js';
 import { Log, LogPattern } from '../../src/shared/features/logs/model.js';
@@ -18,6 +20,7 @@ import { ReleaseHealth } from '../../src/shared/features/releases/model.js';
 import { ingestSessions } from '../../src/shared/features/releases/service.js';
 import { Replay, ReplaySegment } from '../../src/shared/features/replays/model.js';
 import { ingestReplayEvents, ingestReplayRecordings } from '../../src/shared/features/replays/service.js';
+import { SpanRollup } from '../../src/shared/features/services/model.js';
 import { Span, Trace } from '../../src/shared/features/traces/model.js';
 import { ingestSpans } from '../../src/shared/features/traces/service.js';
 import { Usage } from '../../src/shared/features/usage/model.js';
@@ -209,6 +212,28 @@ describe('spans and trace summaries', () => {
     const summaries = await Trace.find({ projectId: project.objectId }).lean();
     expect(summaries).toHaveLength(1);
     expect(summaries[0]).toMatchObject({ spanCount: 6, errorCount: 1, endAt: new Date(NOW + 5000), rootName: 'GET /race' });
+  });
+
+  test('flushes stored at once add up in the service, endpoint and query rollups, one document per key and minute', async () => {
+    const project = await projectOf();
+    // twelve flushes of one request each, stored side by side: their rollups are written together
+    const flushes = Array.from({ length: 12 }, (_, n) => {
+      const root = span({ startMs: NOW + n, endMs: NOW + n + 100 });
+      const query = (ms: number) =>
+        span({ traceId: root.traceId, parentSpanId: root.spanId, kind: 'client', name: 'SELECT cart', category: 'db', isSegment: false, http: undefined, db: { system: 'postgresql', statement: 'SELECT * FROM cart WHERE id = 1' }, attributes: {}, startMs: NOW + n, endMs: NOW + n + ms, durationMs: ms });
+      return [root, query(10 + n), query(5)];
+    });
+    await Promise.all(flushes.map((flush) => ingestSpans(flush.map(project.stamp))));
+    const endpoints = await EndpointRollup.find({ projectId: project.objectId }).lean();
+    expect(endpoints.map(({ route, count }) => ({ route, count }))).toEqual([{ route: '/cart', count: 12 }]);
+    const queries = await QueryRollup.find({ projectId: project.objectId }).lean();
+    expect(queries).toHaveLength(1);
+    expect(queries[0]).toMatchObject({ service: 'shop', system: 'postgresql', count: 24, totalMs: 12 * 5 + (10 + 21) * 6, maxMs: 21 });
+    const rollups = await SpanRollup.find({ projectId: project.objectId }).lean();
+    expect(rollups.map(({ kind, callee, count }) => ({ kind: String(kind), callee: callee ?? null, count })).sort((a, b) => a.kind.localeCompare(b.kind))).toEqual([
+      { kind: 'edge', callee: 'postgresql', count: 24 },
+      { kind: 'service', callee: null, count: 12 },
+    ]);
   });
 });
 

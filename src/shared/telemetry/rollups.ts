@@ -54,6 +54,14 @@ export interface RollupPlace {
   atMs: number;
 }
 
+/** Adds `added`'s counts to `entry`'s, keeps the smaller minimums and larger maximums, and the `first` values it has. */
+function fold(entry: Pending, added: Pick<Pending, 'inc' | 'min' | 'max' | 'first'>): void {
+  for (const [path, count] of Object.entries(added.inc)) entry.inc[path] = (entry.inc[path] ?? 0) + count;
+  for (const [path, value] of Object.entries(added.min)) entry.min[path] = Math.min(entry.min[path] ?? Infinity, value);
+  for (const [path, value] of Object.entries(added.max)) entry.max[path] = Math.max(entry.max[path] ?? -Infinity, value);
+  for (const [path, value] of Object.entries(added.first)) if (!(path in entry.first)) entry.first[path] = value;
+}
+
 /** A batch's additions to one rollup collection, gathered per document and written as one upsert each. */
 export class RollupBatch {
   private readonly pending = new Map<string, Pending>();
@@ -76,14 +84,26 @@ export class RollupBatch {
       entry = { id, place, fields: key, key: { orgId: place.orgId, projectId: place.projectId, at: new Date(minute), hour: hourOf(minute), ...key }, inc: {}, min: {}, max: {}, first: {} };
       this.pending.set(hex, entry);
     }
-    for (const [path, count] of Object.entries(counts)) entry.inc[path] = (entry.inc[path] ?? 0) + count;
-    for (const [path, value] of Object.entries(options.min ?? {})) entry.min[path] = Math.min(entry.min[path] ?? Infinity, value);
-    for (const [path, value] of Object.entries(options.max ?? {})) entry.max[path] = Math.max(entry.max[path] ?? -Infinity, value);
-    for (const [path, value] of Object.entries(options.first ?? {})) if (!(path in entry.first)) entry.first[path] = value;
+    fold(entry, { inc: counts, min: options.min ?? {}, max: options.max ?? {}, first: options.first ?? {} });
   }
 
   get size(): number {
     return this.pending.size;
+  }
+
+  /** One batch of every addition of `batches`, all of one kind: a document several of them add to is written once. */
+  static merged(batches: RollupBatch[]): RollupBatch {
+    const [first, ...rest] = batches;
+    if (!first) throw new Error('no rollup batches to merge');
+    for (const batch of rest) {
+      if (batch.kind !== first.kind) throw new Error(`cannot merge ${batch.kind} rollups into ${first.kind} rollups`);
+      for (const [hex, entry] of batch.pending) {
+        const into = first.pending.get(hex);
+        if (into) fold(into, entry);
+        else first.pending.set(hex, entry);
+      }
+    }
+    return first;
   }
 
   /**

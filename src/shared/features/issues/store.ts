@@ -4,10 +4,10 @@
  * count that takes every flush placed meanwhile, with one write per issue and per rollup document
  * however many flushes and batches it holds.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Types } from 'mongoose';
 import { isDuplicateKey } from '../../errors.js';
 import type { ErrorEventRecord, RecordBatch, Stamped } from '../../telemetry/records.js';
+import { groupCommit } from '../../telemetry/group-commit.js';
 import { batchApplied, claimBatches, contentId, groupBy, inParallel, insertNew, oneAtATime, PARALLEL_WRITES, updateEach } from '../../telemetry/storage.js';
 import { openAlert, openAlerts, type AlertInput } from '../alerts/service.js';
 import type { Symbolicator } from '../artifacts/symbolicate.js';
@@ -444,51 +444,21 @@ export async function placeErrorBatches(batches: RecordBatch<ErrorEventRecord>[]
   return { counted: countLater({ events, newUsers, now }) };
 }
 
-/** Flushes placed and waiting for the count that is running to finish; the next count takes them all. */
-const waitingToCount: { placed: Placed; resolve: () => void; reject: (error: unknown) => void }[] = [];
-let countRunning = false;
-
 /**
- * A count that takes longer than BUSY_COUNT_MS says the store is busy: then the next count begins no
- * sooner than COUNT_GATHER_MS after it began, so that it takes more events for each issue. A count
- * costs the store one write per issue however many events it adds, and events are listed as soon as
- * they are stored, without waiting for their count.
+ * Issue counts by group commit: one count runs at a time in this process, and takes every flush
+ * placed while the one before it ran (waiting a moment more while the store is busy), so an issue
+ * busy in many flushes gets one write for all of them. Events are stored (and listed) without
+ * waiting for their count. A failed count leaves what this process knew of its issues wrong: the
+ * next flush reads them again.
  */
-const BUSY_COUNT_MS = 100;
-const COUNT_GATHER_MS = 1000;
-
-/**
- * Group commit for issue counts: one count runs at a time in this process, and takes every flush
- * placed while the one before it ran, so an issue busy in many flushes gets one write for all of
- * them. At a low rate a flush is counted as soon as it is placed; under load the counts grow with
- * the backlog while events keep being stored (and listed) without waiting for them.
- */
-function countLater(placed: Placed): Promise<void> {
-  return new Promise((resolve, reject) => {
-    waitingToCount.push({ placed, resolve, reject });
-    if (!countRunning) void runCounts();
-  });
-}
-
-async function runCounts(): Promise<void> {
-  countRunning = true;
-  while (waitingToCount.length > 0) {
-    const taken = waitingToCount.splice(0);
-    const placed = taken.map((waiting) => waiting.placed);
-    const began = performance.now();
-    try {
-      await countPlaced(placed);
-      for (const waiting of taken) waiting.resolve();
-    } catch (error) {
-      // what this process knew of these issues may be wrong now: the next flush reads them again
-      for (const { events } of placed) for (const e of events) forget(e.issueId);
-      for (const waiting of taken) waiting.reject(error);
-    }
-    const took = performance.now() - began;
-    if (took > BUSY_COUNT_MS && took < COUNT_GATHER_MS) await sleep(COUNT_GATHER_MS - took);
+const countLater = groupCommit(async (placed: Placed[]) => {
+  try {
+    await countPlaced(placed);
+  } catch (error) {
+    for (const { events } of placed) for (const e of events) forget(e.issueId);
+    throw error;
   }
-  countRunning = false;
-}
+}, { gatherWhileBusy: true });
 
 /**
  * Counts placed events into their issues once per batch, with one write per issue however many
@@ -506,7 +476,7 @@ async function countPlaced(placed: Placed[]): Promise<void> {
   const groups = [...groupBy(events, (e) => e.issueId.toHexString())];
   const states = new Map<string, CountedState | null>();
   await inParallel(groups, PARALLEL_WRITES, async ([issueId, ofIssue]) => void states.set(issueId, await countedState(ofIssue[0]!.issueId)));
-  // a failure here fails the count, and runCounts forgets these issues' placed events
+  // a failure here fails the count, and countLater forgets these issues' placed events
   const created = await createIssues(
     groups.filter(([issueId]) => states.get(issueId) === null),
     newUsers,

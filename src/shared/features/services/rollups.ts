@@ -1,6 +1,6 @@
 import type { Types } from 'mongoose';
 import { durationIncrement, RollupBatch } from '../../telemetry/rollups.js';
-import { SpanRollup, SpanRollupHourly, type EdgeKind, type NodeType } from './model.js';
+import { type EdgeKind, type NodeType } from './model.js';
 
 
 /** One node of the service map: what a span calls, or where a consumed message came from. */
@@ -164,8 +164,8 @@ export function pairedObservations(
   return observations;
 }
 
-/** Adds observations to their minute rollups (one `$inc` upsert per rollup document). */
-export async function recordObservations(observations: Observation[]): Promise<void> {
+/** What observations add to the service and edge rollups, one `$inc` per rollup document (written into SpanRollup and SpanRollupHourly). */
+export function observationRollups(observations: Observation[]): RollupBatch {
   const batch = new RollupBatch('span-rollup');
   for (const observation of observations) {
     const sign = observation.sign ?? 1;
@@ -179,5 +179,5 @@ export async function recordObservations(observations: Observation[]): Promise<v
       ...durationIncrement('latency', observation.durationMs, sign),
     });
   }
-  await batch.write(SpanRollup.collection, SpanRollupHourly.collection);
+  return batch;
 }

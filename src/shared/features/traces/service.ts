@@ -7,9 +7,11 @@ import type { SpanRecord, Stamped } from '../../telemetry/records.js';
 import { epochMinuteOf, HOUR_MS, hourOf, MINUTE_MS, minuteOf } from '../../telemetry/time-buckets.js';
 import { attributePairs, attributesObject, contentId, groupBy, hasAttributes, inParallel, insertNew, PARALLEL_WRITES, upsertReturning } from '../../telemetry/storage.js';
 import { allInWindowByHour, hoursDown, minutesDown, newestMinutesFirst, readHours, scopeFilter, type ViewScope } from '../../views.js';
+import { groupCommit } from '../../telemetry/group-commit.js';
 import { lastUnmarkedHour } from '../../telemetry/rolled-up-hours.js';
+import { RollupBatch } from '../../telemetry/rollups.js';
 import { ErrorEvent } from '../issues/model.js';
-import { directObservations, pairedObservations, pairingFacts, recordObservations, type Observation, type PendingCall, type RemoteEntry } from '../services/rollups.js';
+import { directObservations, observationRollups, pairedObservations, pairingFacts, type Observation, type PendingCall, type RemoteEntry } from '../services/rollups.js';
 import { queryCounts } from '../database/service.js';
 import { QueryRollup } from '../database/model.js';
 import { endpointCounts } from '../endpoints/service.js';
@@ -290,12 +292,12 @@ export async function placeSpans(items: Stamped<SpanRecord>[]): Promise<{ counte
     rememberTraceSize(key, guess + ofTrace.length);
   }
   const inserted = await insertNew(Span.collection, docs);
-  // the summaries with the service map, and the other rollups, side by side: each follows only the inserted spans
+  // the summaries (which pair calls for the service map), the queue waits and the releases side by
+  // side, then the rollups: each follows only the inserted spans
   const counted = Promise.all([
-    summarize(inserted, expected),
-    endpointCounts(inserted).write(EndpointRollup.collection),
-    queryCounts(inserted).write(QueryRollup.collection),
-    queueCounts(inserted).then((queues) => queues.write(QueueRollup.collection)),
+    Promise.all([summarize(inserted, expected), queueCounts(inserted)]).then(([observations, queues]) =>
+      writeSpanRollups({ services: observationRollups(observations), endpoints: endpointCounts(inserted), queries: queryCounts(inserted), queues }),
+    ),
     // the requests services served (entry spans, as in the service list), by release and environment
     countIntoReleases(
       inserted
@@ -319,11 +321,36 @@ export async function ingestSpans(items: Stamped<SpanRecord>[]): Promise<void> {
   await (await placeSpans(items)).counted;
 }
 
+/** What a flush's spans add to the service (and edge), endpoint, database-query and queue rollups. */
+interface SpanRollups {
+  services: RollupBatch;
+  endpoints: RollupBatch;
+  queries: RollupBatch;
+  queues: RollupBatch;
+}
+
 /**
- * Folds newly stored spans into their traces' summaries, moves them to their pages (`expected`: the
- * spans each trace was expected to hold before them), and counts them into the service rollups.
+ * The rollups of the flushes stored while the last write of them ran, written together (see
+ * groupCommit): a rollup document that several flushes add to is written once. A flush's spans touch
+ * a few dozen rollup documents, not hundreds as error events touch issues, so a busy store does not
+ * hold the next write back: in the e2e bench that wait cost more at the end of the run than it saved.
  */
-async function summarize(inserted: StoredSpan[], expected: Map<string, number>): Promise<void> {
+const writeSpanRollups = groupCommit(async (flushes: SpanRollups[]) => {
+  const merged = (kind: keyof SpanRollups) => RollupBatch.merged(flushes.map((flush) => flush[kind]));
+  await Promise.all([
+    merged('services').write(SpanRollup.collection, SpanRollupHourly.collection),
+    merged('endpoints').write(EndpointRollup.collection),
+    merged('queries').write(QueryRollup.collection),
+    merged('queues').write(QueueRollup.collection),
+  ]);
+}, { gatherWhileBusy: false });
+
+/**
+ * Folds newly stored spans into their traces' summaries and moves them to their pages (`expected`:
+ * the spans each trace was expected to hold before them). Answers what they tell the service map and
+ * the service list, calls paired with their callees.
+ */
+async function summarize(inserted: StoredSpan[], expected: Map<string, number>): Promise<Observation[]> {
   const deltas = traceDeltas(inserted);
   const pairing = deltas.filter((delta) => delta.pairing.calls.length > 0 || delta.pairing.entries.length > 0);
   const spansBefore = await writeSummaries(deltas.filter((delta) => !pairing.includes(delta)));
@@ -334,7 +361,7 @@ async function summarize(inserted: StoredSpan[], expected: Map<string, number>):
     spansBefore.set(traceKey(delta.projectId, delta.traceId).toHexString(), paired.spansBefore);
   });
   await movePages(inserted, spansBefore, expected);
-  await recordObservations(observations);
+  return observations;
 }
 
 type SpanDoc = StoredSpan & { _id: Types.ObjectId };
