@@ -106,7 +106,7 @@ function storeFlush(byKind: Handlers) {
 }
 
 /** Records one flush takes at most; jobs waiting beyond it go into the next. */
-const FLUSH_RECORDS = 2_000;
+const FLUSH_RECORDS = 4_000;
 
 interface Waiting {
   parts: JobParts;
