@@ -123,8 +123,8 @@ interface Waiting {
  * replay's or a trace's records are applied in the order they arrived. At a low rate a flush is
  * one job and is stored at once; under load flushes grow with the backlog, and the writes per
  * event fall. The next flush starts as soon as one is stored; a job completes once its flush's
- * error events and spans are counted as well (see placeErrorBatches and placeSpans). A flush that fails fails each of its
- * jobs, and BullMQ retries them, each in a flush of its own.
+ * error events and spans are counted as well (see placeErrorBatches and placeSpans). A flush that
+ * fails fails each of its jobs, and BullMQ retries them, each in a flush of its own.
  */
 class Flusher {
   private waiting: Waiting[] = [];
