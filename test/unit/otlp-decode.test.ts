@@ -259,6 +259,20 @@ describe('decodeTraces', () => {
     expect(span?.attributes).toEqual({ count: 42, big: '9007199254740993', ratio: 'NaN' });
   });
 
+  it('reads protobuf int64s exactly and unset oneof members as absent', () => {
+    const request = oneSpan({
+      endTimeUnixNano: '1700000000002500001',
+      attributes: [int('big', '9007199254740993'), int('negative', '-5'), { key: 'off', value: { boolValue: false } }, { key: 'empty', value: {} }],
+    });
+    const [span] = decodeTraces(protobufOf(types.traces, request), 'protobuf').spans;
+    expect(span).toMatchObject({ startMs: T0, endMs: T0 + 2.500001 });
+    expect(span?.attributes).toEqual({ big: '9007199254740993', negative: -5, off: false });
+    const histogram = { name: 'h', histogram: { aggregationTemporality: 1, dataPoints: [{ timeUnixNano: nanos(T0), count: '2', bucketCounts: ['2'] }] } };
+    const [point] = decodeMetrics(protobufOf(types.metrics, { resourceMetrics: [{ scopeMetrics: [{ metrics: [histogram] }] }] }), 'protobuf').points;
+    expect(point).toMatchObject({ count: 2, bucketCounts: [2], explicitBounds: [] });
+    expect([point?.sum, point?.min, point?.max]).toEqual([undefined, undefined, undefined]);
+  });
+
   it('uses the remote-parent flag when the SDK sends it', () => {
     const [remoteChild] = decodeTraces(jsonOf(oneSpan({ kind: 1, parentSpanId: CHILD_SPAN, flags: 0x301 })), 'json').spans;
     expect(remoteChild?.isSegment).toBe(true);

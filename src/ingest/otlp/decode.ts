@@ -15,8 +15,11 @@ import { otlpDescriptor } from './proto/descriptor.js';
 /**
  * OTLP/HTTP request bodies → internal records. Protobuf is decoded with protobufjs from the vendored
  * opentelemetry-proto files (see proto/README.md); JSON is read with JSON.parse, because OTLP/JSON writes ids as hex where a
- * proto3 JSON parser expects base64. Both end up as the same plain object shape (camelCase keys, int64 as
- * decimal strings or numbers, bytes as Uint8Array or hex strings), read by one normaliser.
+ * proto3 JSON parser expects base64. One normaliser reads both: camelCase keys, int64 as Longs (protobuf),
+ * decimal strings or numbers (JSON), bytes as Uint8Array (protobuf) or hex strings (JSON). A decoded
+ * message is read as it is, not turned into a plain object first (that cost as much as the decode): a
+ * field missing from the wire reads its proto3 default from the message's prototype, which the
+ * normaliser takes for absent anyway, except in a oneof or an `optional` field, read with `own`.
  *
  * Unknown keys, snake_case ones included, are ignored as the OTLP spec asks of JSON receivers. A value of
  * the wrong type makes the whole request malformed (400, not retried); a record whose ids are invalid is
@@ -127,8 +130,7 @@ function parseRequest(signal: OtlpSignal, body: Buffer, contentType: OtlpContent
   }
   const { request } = messages[signal];
   try {
-    // Long-typed int64s become decimal strings, the form OTLP/JSON uses too; bytes stay Uint8Array.
-    return request.toObject(request.decode(body), { longs: String });
+    return request.decode(body) as unknown as Plain;
   } catch (error) {
     throw new AppError('invalid_request', `OTLP protobuf body does not decode: ${reason(error)}`, { cause: error });
   }
@@ -141,6 +143,24 @@ function malformed(at: string, expected: string): never {
 }
 
 const EMPTY: Plain = Object.freeze({});
+
+/**
+ * A field that was set: on a decoded message, one of a oneof or an `optional` field that came on the
+ * wire, where the others read their defaults from the prototype; on parsed JSON, a key it has.
+ */
+const own = (object: Plain, key: string): unknown => (Object.hasOwn(object, key) ? object[key] : undefined);
+
+/** protobufjs decodes the 64-bit integer types into Longs: two 32-bit halves. */
+const isLong = (value: unknown): value is protobuf.Long => typeof value === 'object' && value !== null && (value as { __isLong__?: unknown }).__isLong__ === true;
+
+/** A Long as the nearest double (exact below 2^53). */
+const numberOfLong = ({ high, low, unsigned }: protobuf.Long) => (unsigned ? high >>> 0 : high) * 2 ** 32 + (low >>> 0);
+
+/** A Long's exact value. */
+function bigintOfLong({ high, low, unsigned }: protobuf.Long): bigint {
+  const bits = (BigInt(high >>> 0) << 32n) | BigInt(low >>> 0);
+  return unsigned ? bits : BigInt.asIntN(64, bits);
+}
 
 // Readers: absent (undefined or JSON null) means the proto3 default; any other wrong type is malformed.
 
@@ -182,7 +202,7 @@ const integerRanges = {
 /** Integers and enums: numbers, or decimal strings (protobufjs int64s; JSON may quote any); enum names are not OTLP/JSON. */
 function integerOf(value: unknown, at: string, type: keyof typeof integerRanges): number {
   if (value === undefined || value === null) return 0;
-  const number = typeof value === 'string' && INTEGER.test(value) ? Number(value) : value;
+  const number = typeof value === 'string' && INTEGER.test(value) ? Number(value) : isLong(value) ? numberOfLong(value) : value;
   const [min, max] = integerRanges[type];
   if (typeof number !== 'number' || !Number.isInteger(number) || number < min || number > max) {
     malformed(at, `an integer of type ${type}`);
@@ -208,6 +228,12 @@ function doubleOf(value: unknown, at: string): number | undefined {
 function msOf(value: unknown, at: string): number {
   if (integerOf(value, at, 'uint64') === 0) return 0;
   // Whole milliseconds and the rest apart: a double cannot hold epoch nanoseconds, so 250 ms would read 249.9998.
+  if (isLong(value)) {
+    // high · 2^32 + low, with 2^32 = 4,294 · 10^6 + 967,296: high · 967,296 + low stays below 2^53, exact in a double.
+    const high = value.high >>> 0;
+    const rest = high * 967_296 + (value.low >>> 0);
+    return high * 4_294 + Math.floor(rest / 1e6) + (rest % 1e6) / 1e6;
+  }
   const nanos = BigInt(value as string | number);
   return Number(nanos / 1_000_000n) + Number(nanos % 1_000_000n) / 1e6;
 }
@@ -217,7 +243,7 @@ const UINT64_MAX = 2n ** 64n - 1n;
 /** Epoch nanoseconds as a decimal string (JSON jobs carry no 64-bit integers); undefined when unset or beyond uint64 (then the milliseconds stand). */
 function nanosOf(value: unknown, at: string): string | undefined {
   if (integerOf(value, at, 'uint64') === 0) return undefined;
-  const nanos = BigInt(value as string | number);
+  const nanos = isLong(value) ? bigintOfLong(value) : BigInt(value as string | number);
   return nanos <= UINT64_MAX ? nanos.toString() : undefined;
 }
 
@@ -232,7 +258,8 @@ export function hexIdOf(value: unknown, bytes: number): string | null {
   if (value === undefined || value === null) return '';
   if (value instanceof Uint8Array) {
     if (value.length === 0) return '';
-    return value.length === bytes ? Buffer.from(value.buffer, value.byteOffset, value.length).toString('hex') : null;
+    if (value.length !== bytes) return null;
+    return (value instanceof Buffer ? value : Buffer.from(value.buffer, value.byteOffset, value.length)).toString('hex');
   }
   if (typeof value !== 'string') return null;
   if (value === '') return '';
@@ -251,33 +278,39 @@ const MAX_VALUE_DEPTH = 16;
 function plainValueOf(value: unknown, at: string, depth = 0): PlainValue | undefined {
   if (depth > MAX_VALUE_DEPTH) malformed(at, `nested at most ${MAX_VALUE_DEPTH} levels deep`);
   const anyValue = objectOf(value, at);
-  if (anyValue.stringValue != null) return stringOf(anyValue.stringValue, `${at}.stringValue`);
-  if (anyValue.boolValue != null) return booleanOf(anyValue.boolValue, `${at}.boolValue`);
-  if (anyValue.intValue != null) {
-    const number = integerOf(anyValue.intValue, `${at}.intValue`, 'int64');
+  const stringValue = own(anyValue, 'stringValue');
+  if (stringValue != null) return stringOf(stringValue, `${at}.stringValue`);
+  const boolValue = own(anyValue, 'boolValue');
+  if (boolValue != null) return booleanOf(boolValue, `${at}.boolValue`);
+  const intValue = own(anyValue, 'intValue');
+  if (intValue != null) {
+    const number = integerOf(intValue, `${at}.intValue`, 'int64');
     // An int64 beyond 2^53 (often an id) keeps its exact digits.
-    return Number.isSafeInteger(number) ? number : String(anyValue.intValue);
+    return Number.isSafeInteger(number) ? number : String(isLong(intValue) ? bigintOfLong(intValue) : intValue);
   }
-  if (anyValue.doubleValue != null) {
-    const number = doubleOf(anyValue.doubleValue, `${at}.doubleValue`) as number;
+  const doubleValue = own(anyValue, 'doubleValue');
+  if (doubleValue != null) {
+    const number = doubleOf(doubleValue, `${at}.doubleValue`) as number;
     // JSON has no NaN or Infinity; keep them readable rather than turning them into null.
     return Number.isFinite(number) ? number : String(number);
   }
-  if (anyValue.bytesValue != null) {
-    const bytes = anyValue.bytesValue;
+  const bytes = own(anyValue, 'bytesValue');
+  if (bytes != null) {
     if (bytes instanceof Uint8Array) return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('base64');
     return stringOf(bytes, `${at}.bytesValue`); // OTLP/JSON already writes bytes values as base64
   }
-  if (anyValue.arrayValue != null) {
+  const arrayValue = own(anyValue, 'arrayValue');
+  if (arrayValue != null) {
     const valuesAt = `${at}.arrayValue.values`;
     // An empty AnyValue inside an array is a null element, which the OTel spec keeps.
-    return listOf(objectOf(anyValue.arrayValue, `${at}.arrayValue`).values, valuesAt).map(
+    return listOf(objectOf(arrayValue, `${at}.arrayValue`).values, valuesAt).map(
       (element, index) => plainValueOf(element, `${valuesAt}[${index}]`, depth + 1) ?? null,
     );
   }
-  if (anyValue.kvlistValue != null) {
+  const kvlistValue = own(anyValue, 'kvlistValue');
+  if (kvlistValue != null) {
     const object: { [key: string]: PlainValue } = {};
-    forEachKeyValue(objectOf(anyValue.kvlistValue, `${at}.kvlistValue`).values, `${at}.kvlistValue.values`, depth + 1, (key, entry) => {
+    forEachKeyValue(objectOf(kvlistValue, `${at}.kvlistValue`).values, `${at}.kvlistValue.values`, depth + 1, (key, entry) => {
       object[key] = entry;
     });
     return object;
@@ -397,11 +430,11 @@ const SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE = 0x100;
 const SPAN_FLAGS_CONTEXT_IS_REMOTE = 0x200;
 
 function spanOf(span: Plain, at: string, resource: ResourceContext, outcome: DecodedTraces): SpanRecord | undefined {
-  const traceId = hexIdOf(span.traceId, 16);
+  const traceId = hexIdOf(own(span, 'traceId'), 16);
   if (!traceId || ZEROS.test(traceId)) return reject(outcome, `${at}.traceId must be 32 hex characters, not all zero`);
-  const spanId = hexIdOf(span.spanId, 8);
+  const spanId = hexIdOf(own(span, 'spanId'), 8);
   if (!spanId || ZEROS.test(spanId)) return reject(outcome, `${at}.spanId must be 16 hex characters, not all zero`);
-  const parentId = hexIdOf(span.parentSpanId, 8);
+  const parentId = hexIdOf(own(span, 'parentSpanId'), 8);
   if (parentId === null) return reject(outcome, `${at}.parentSpanId must be empty or 16 hex characters`);
   // An all-zero parent is the invalid span id, i.e. no parent.
   const parentSpanId = parentId === '' || ZEROS.test(parentId) ? null : parentId;
@@ -458,8 +491,8 @@ function spanOf(span: Plain, at: string, resource: ResourceContext, outcome: Dec
     links: listOf(span.links, `${at}.links`).flatMap((item, index) => {
       const linkAt = `${at}.links[${index}]`;
       const link = objectOf(item, linkAt);
-      const linkTraceId = hexIdOf(link.traceId, 16);
-      const linkSpanId = hexIdOf(link.spanId, 8);
+      const linkTraceId = hexIdOf(own(link, 'traceId'), 16);
+      const linkSpanId = hexIdOf(own(link, 'spanId'), 8);
       const attributes = attributesOf(link.attributes, `${linkAt}.attributes`);
       // A link that points nowhere is dropped; the span itself is fine.
       return linkTraceId && linkSpanId ? [{ traceId: linkTraceId, spanId: linkSpanId, attributes }] : [];
@@ -539,9 +572,9 @@ export const severityByText: Record<string, number> = {
 
 function logOf(log: Plain, at: string, resource: ResourceContext, receivedMs: number, outcome: DecodedLogs): LogRecord | undefined {
   // Ids are optional on logs; all zeroes is the OTel "invalid" id, meaning no trace context.
-  const traceId = hexIdOf(log.traceId, 16);
+  const traceId = hexIdOf(own(log, 'traceId'), 16);
   if (traceId === null) return reject(outcome, `${at}.traceId must be empty or 32 hex characters`);
-  const spanId = hexIdOf(log.spanId, 8);
+  const spanId = hexIdOf(own(log, 'spanId'), 8);
   if (spanId === null) return reject(outcome, `${at}.spanId must be empty or 16 hex characters`);
 
   const timeMs = msOf(log.timeUnixNano, `${at}.timeUnixNano`);
@@ -671,12 +704,9 @@ function numberPointOf(
   temporality: MetricPoint['temporality'],
   isMonotonic: boolean | undefined,
 ): PointResult {
-  const value =
-    point.asDouble != null
-      ? doubleOf(point.asDouble, `${at}.asDouble`)
-      : point.asInt != null
-        ? integerOf(point.asInt, `${at}.asInt`, 'int64')
-        : undefined;
+  const asDouble = own(point, 'asDouble');
+  const asInt = own(point, 'asInt');
+  const value = asDouble != null ? doubleOf(asDouble, `${at}.asDouble`) : asInt != null ? integerOf(asInt, `${at}.asInt`, 'int64') : undefined;
   if (value === undefined) return 'has neither asDouble nor asInt';
   return type === 'sum' ? { ...base, type, temporality, isMonotonic, value } : { ...base, type, value };
 }
@@ -684,9 +714,9 @@ function numberPointOf(
 function distributionOf(point: Plain, at: string) {
   return {
     count: integerOf(point.count, `${at}.count`, 'uint64'),
-    sum: doubleOf(point.sum, `${at}.sum`),
-    min: doubleOf(point.min, `${at}.min`),
-    max: doubleOf(point.max, `${at}.max`),
+    sum: doubleOf(own(point, 'sum'), `${at}.sum`),
+    min: doubleOf(own(point, 'min'), `${at}.min`),
+    max: doubleOf(own(point, 'max'), `${at}.max`),
   };
 }
 
