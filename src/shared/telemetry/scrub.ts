@@ -50,9 +50,17 @@ class Scrubber {
     this.names = [...DEFAULT_SCRUBBED_NAMES, ...extraNames.map(normalizedName)];
   }
 
+  /** Verdicts by field name: the events of a flush repeat the same few hundred names. */
+  private readonly judged = new Map<string, boolean>();
+
   sensitive(name: string): boolean {
-    const normalized = normalizedName(name);
-    return this.names.some((fragment) => normalized.includes(fragment));
+    let verdict = this.judged.get(name);
+    if (verdict === undefined) {
+      const normalized = normalizedName(name);
+      verdict = this.names.some((fragment) => normalized.includes(fragment));
+      this.judged.set(name, verdict);
+    }
+    return verdict;
   }
 
   /** A JSON value: fields with a credential's name are filtered whole (booleans and nulls carry none); texts lose their card numbers. */
@@ -66,8 +74,14 @@ class Scrubber {
         Array.isArray(item) && item.length === 2 && typeof item[0] === 'string' ? [item[0], this.field(item[0], item[1], depth + 1)] : this.value(item, depth + 1),
       );
     }
-    // fromEntries defines own properties: a "__proto__" key sent as data stays data
-    return Object.fromEntries(Object.entries(value).map(([name, field]) => [name, this.field(name, field, depth + 1)]));
+    const scrubbed: Record<string, unknown> = {};
+    for (const name of Object.keys(value)) {
+      const field = this.field(name, (value as Record<string, unknown>)[name], depth + 1);
+      // defined, not assigned: a "__proto__" key sent as data stays data
+      if (name === '__proto__') Object.defineProperty(scrubbed, name, { value: field, enumerable: true, writable: true, configurable: true });
+      else scrubbed[name] = field;
+    }
+    return scrubbed;
   }
 
   field(name: string, value: unknown, depth = 0): unknown {
