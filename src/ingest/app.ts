@@ -15,7 +15,7 @@ import { DiskSpool } from './spool.js';
 import type { IngestContext } from './context.js';
 import { DsnCache } from './dsn.js';
 import { noRoute, originFormOf, sendError, sendJson, type IngestCall } from './http.js';
-import type { OtlpSignal } from './otlp/decode.js';
+import type { OtlpSignal } from '../shared/telemetry/otlp/decode.js';
 import { acceptExport } from './routes/otlp.js';
 import { acceptEnvelope, acceptStoreEvent } from './routes/sentry.js';
 

@@ -3,13 +3,14 @@ import type { Queue } from 'bullmq';
 import type { Redis } from 'ioredis';
 import { AppError } from '../shared/errors.js';
 import type { Logger } from '../shared/logger.js';
-import { TELEMETRY_JOB, TELEMETRY_JOB_VERSION, type TelemetryJob, type TelemetryRecords } from '../shared/queues.js';
+import { TELEMETRY_JOB, TELEMETRY_JOB_VERSION, telemetryJobRecords, type OtlpExport, type TelemetryJob, type TelemetryRecords } from '../shared/queues.js';
 import { categoryOfKind } from '../shared/features/usage/plan.js';
 import type { OutcomeRecord, RecordKind, Stamped } from '../shared/telemetry/records.js';
 import { SpoolFullError, type DiskSpool } from './spool.js';
 
 interface Group {
   records: TelemetryRecords;
+  exports: Stamped<OtlpExport>[];
   count: number;
   waiters: { resolve: () => void; reject: (error: unknown) => void }[];
   scheduled: boolean;
@@ -107,11 +108,15 @@ export class TelemetryBatcher {
 
   private readonly onReady = () => void this.replay();
 
-  /** Queues one request's records; resolves once they are durable. */
-  enqueue(records: Partial<Record<RecordKind, Stamped<unknown>[]>>): Promise<void> {
+  /** Queues one request's records and OTLP exports; resolves once they are durable. */
+  enqueue(records: Partial<Record<RecordKind, Stamped<unknown>[]>>, exports: Stamped<OtlpExport>[] = []): Promise<void> {
     const lists = Object.entries(records).filter(([, list]) => list && list.length > 0) as [RecordKind, Stamped<unknown>[]][];
-    if (lists.length === 0) return Promise.resolve();
-    const group = (this.group ??= { records: {}, count: 0, waiters: [], scheduled: false });
+    if (lists.length === 0 && exports.length === 0) return Promise.resolve();
+    const group = (this.group ??= { records: {}, exports: [], count: 0, waiters: [], scheduled: false });
+    for (const sent of exports) {
+      group.exports.push(sent);
+      group.count += sent.record.items;
+    }
     for (const [kind, list] of lists) {
       const gathered = (group.records[kind] ??= []);
       // a loop, not push(...list): one OTLP request can carry more records than a call takes arguments
@@ -164,7 +169,11 @@ export class TelemetryBatcher {
     this.group = undefined;
     this.writesInFlight += 1;
     try {
-      await this.keep(`b${randomBytes(12).toString('hex')}`, { v: TELEMETRY_JOB_VERSION, records: group.records });
+      await this.keep(`b${randomBytes(12).toString('hex')}`, {
+        v: TELEMETRY_JOB_VERSION,
+        records: group.records,
+        ...(group.exports.length > 0 && { exports: group.exports }),
+      });
       for (const waiter of group.waiters) waiter.resolve();
     } catch (error) {
       for (const waiter of group.waiters) waiter.reject(error);
@@ -222,7 +231,8 @@ export class TelemetryBatcher {
         {
           deliver: (id, data) => this.add(id, data as TelemetryJob),
           expire: async (id, data, ageMs) => {
-            const records = (data as { records?: TelemetryRecords }).records ?? {};
+            const read = telemetryJobRecords(TELEMETRY_JOB, data);
+            const records = typeof read === 'string' ? {} : read;
             const counts = Object.fromEntries(Object.entries(records).map(([kind, list]) => [kind, list?.length ?? 0]));
             this.logger.error({ id, ageMs, counts }, 'discarding a spooled batch older than INGEST_SPOOL_MAX_AGE_HOURS');
             const outcomes = expiredOutcomes(records);

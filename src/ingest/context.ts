@@ -1,6 +1,7 @@
 import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../shared/errors.js';
 import { consumeLimit, refundLimit } from '../shared/http/rate-limit.js';
+import type { OtlpExport } from '../shared/queues.js';
 import type { RecordKind, Stamped } from '../shared/telemetry/records.js';
 import type { TelemetryBatcher } from './batcher.js';
 import type { DsnCache, IngestDsn } from './dsn.js';
@@ -84,10 +85,11 @@ export async function authorizeDsn(
 }
 
 /**
- * Stamps records with their project and hands them to the batcher as one unit, so a request's records
- * of every kind are queued together or not at all; resolves once they are durable.
+ * Stamps records (and an OTLP export as it came) with their project and hands them to the batcher as
+ * one unit, so a request's records of every kind are queued together or not at all; resolves once
+ * they are durable.
  */
-export async function enqueueRecords(ctx: IngestContext, dsn: IngestDsn, records: Partial<Record<RecordKind, unknown[]>>): Promise<void> {
-  const stamp = (record: unknown): Stamped<unknown> => ({ orgId: dsn.orgId, projectId: dsn.projectId, record });
-  await ctx.batcher.enqueue(Object.fromEntries(Object.entries(records).map(([kind, list]) => [kind, (list ?? []).map(stamp)])));
+export async function enqueueRecords(ctx: IngestContext, dsn: IngestDsn, records: Partial<Record<RecordKind, unknown[]>>, sent?: OtlpExport): Promise<void> {
+  const stamp = <T>(record: T): Stamped<T> => ({ orgId: dsn.orgId, projectId: dsn.projectId, record });
+  await ctx.batcher.enqueue(Object.fromEntries(Object.entries(records).map(([kind, list]) => [kind, (list ?? []).map(stamp)])), sent ? [stamp(sent)] : []);
 }

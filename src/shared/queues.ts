@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { decodeLogs, decodeMetrics, decodeTraces } from './telemetry/otlp/decode.js';
 import { recordKinds, recordSchemas, type RecordKind, type RecordOf, type Stamped } from './telemetry/records.js';
 
 /** A kind's records in a batch job, each stamped with its project. */
@@ -9,10 +10,27 @@ export interface TelemetryBatch<K extends RecordKind> {
 /** What one telemetry job carries: the records of every request in the batch, by kind. */
 export type TelemetryRecords = Partial<Record<RecordKind, Stamped<unknown>[]>>;
 
+/**
+ * An OTLP export as it came, for the workers to turn into records: ingest decodes it too, to answer
+ * with `partialSuccess` and refuse a malformed one, but a job carrying the export's own bytes costs
+ * ingest no serialising of its records, and Redis a third of the bytes. `body` is base64 for
+ * protobuf, the text itself for JSON; `receivedMs` stamps log records without a time of their own,
+ * as ingest did; `items` is how many records ingest kept of it.
+ */
+export const otlpExport = z.object({
+  signal: z.enum(['traces', 'logs', 'metrics']),
+  encoding: z.enum(['protobuf', 'json']),
+  body: z.string(),
+  receivedMs: z.number(),
+  items: z.number().int(),
+});
+export type OtlpExport = z.infer<typeof otlpExport>;
+
 /** A telemetry job as this release writes it. */
 export interface TelemetryJob {
   v: typeof TELEMETRY_JOB_VERSION;
   records: TelemetryRecords;
+  exports?: Stamped<OtlpExport>[];
 }
 
 /** The one telemetry job name: ingest puts a request's records of every kind into one job. */
@@ -21,11 +39,47 @@ export const TELEMETRY_JOB = 'records';
 /**
  * The format of the telemetry jobs this release writes, kept on each job as `v`. Workers read every
  * format a queue may still hold after an upgrade: 1, one job per record kind named after the kind
- * (`{items}`); 2, one `records` job (`{records}`, written without `v` before versions were kept).
+ * (`{items}`); 2, one `records` job (`{records}`, written without `v` before versions were kept);
+ * 3, the same with OTLP exports as they came (`exports`, decoded here into records).
  */
-export const TELEMETRY_JOB_VERSION = 2;
+export const TELEMETRY_JOB_VERSION = 3;
 
-const recordsJob = z.object({ v: z.number().int().optional(), records: z.partialRecord(z.enum(recordKinds), z.array(z.unknown())) });
+const recordsJob = z.object({
+  v: z.number().int().optional(),
+  records: z.partialRecord(z.enum(recordKinds), z.array(z.unknown())),
+  exports: z.array(z.object({ orgId: z.string(), projectId: z.string(), record: otlpExport })).optional(),
+});
+
+/** An export's records, by the kind they are stored as. */
+function recordsOfExport({ signal, encoding, body, receivedMs }: OtlpExport): Partial<Record<RecordKind, unknown[]>> {
+  const bytes = Buffer.from(body, encoding === 'protobuf' ? 'base64' : 'utf8');
+  switch (signal) {
+    case 'traces':
+      return { spans: decodeTraces(bytes, encoding).spans };
+    case 'logs':
+      return { logs: decodeLogs(bytes, encoding, receivedMs).logs };
+    case 'metrics':
+      return { metrics: decodeMetrics(bytes, encoding).points };
+  }
+}
+
+/** A job's records with its exports' decoded and stamped after them, in the order they came. */
+function withExports(records: TelemetryRecords, exports: Stamped<OtlpExport>[]): TelemetryRecords | string {
+  const all: TelemetryRecords = { ...records };
+  for (const { orgId, projectId, record } of exports) {
+    let decoded: Partial<Record<RecordKind, unknown[]>>;
+    try {
+      decoded = recordsOfExport(record);
+    } catch (error) {
+      return `an OTLP export of the job no longer decodes: ${error instanceof Error ? error.message : String(error)}`;
+    }
+    for (const [kind, list] of Object.entries(decoded) as [RecordKind, unknown[]][]) {
+      const into = (all[kind] = [...(all[kind] ?? [])]);
+      for (const item of list) into.push({ orgId, projectId, record: item });
+    }
+  }
+  return all;
+}
 const kindJob = z.object({ items: z.array(z.unknown()) });
 
 /** A telemetry job's records by kind, in whichever format it was written, or why it cannot be read. */
@@ -34,7 +88,8 @@ export function telemetryJobRecords(name: string, data: unknown): TelemetryRecor
     const job = recordsJob.safeParse(data);
     if (!job.success) return `malformed telemetry job ${name}: ${job.error.issues[0]?.message}`;
     if ((job.data.v ?? TELEMETRY_JOB_VERSION) > TELEMETRY_JOB_VERSION) return `telemetry job format ${job.data.v} is newer than this release reads (${TELEMETRY_JOB_VERSION})`;
-    return job.data.records as TelemetryRecords;
+    const records = job.data.records as TelemetryRecords;
+    return job.data.exports?.length ? withExports(records, job.data.exports) : records;
   }
   if ((recordKinds as string[]).includes(name)) {
     const job = kindJob.safeParse(data);

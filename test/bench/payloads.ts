@@ -5,7 +5,7 @@
  */
 import { gzipSync } from 'node:zlib';
 import protobuf from 'protobufjs';
-import { otlpDescriptor } from '../../src/ingest/otlp/proto/descriptor.js';
+import { otlpDescriptor } from '../../src/shared/telemetry/otlp/proto/descriptor.js';
 import { envelope, errorEvent, hex, nanos } from '../support/factories/telemetry.js';
 
 export const traceRequestType = protobuf.Root.fromJSON(otlpDescriptor).lookupType('opentelemetry.proto.collector.trace.v1.ExportTraceServiceRequest');

@@ -11,6 +11,7 @@ import { LoggerProvider, SimpleLogRecordProcessor } from '@opentelemetry/sdk-log
 import { MeterProvider, PeriodicExportingMetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Queue } from 'bullmq';
+import { telemetryJobRecords } from '../../src/shared/queues.js';
 import type { Harness } from '../support/harness.js';
 import { useQueueProject, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { eventually } from '../support/wait.js';
@@ -31,7 +32,12 @@ async function batched(kind: string, service: string, count: number): Promise<an
   return eventually(async () => {
     const jobs = await queue.getJobs(['waiting', 'prioritized', 'delayed']);
     const records = jobs
-      .flatMap((job) => (job.data.records[kind] ?? []) as { projectId: string; record: any }[])
+      .flatMap((job) => {
+        // a job's records as the workers read them: OTLP exports travel as they came and are decoded there
+        const records = telemetryJobRecords(job.name, job.data);
+        if (typeof records === 'string') throw new Error(records);
+        return ((records as Record<string, unknown[]>)[kind] ?? []) as { projectId: string; record: any }[];
+      })
       .filter((item) => item.projectId === project.id && item.record.service === service)
       .map((item) => item.record);
     return records.length >= count ? records : undefined;

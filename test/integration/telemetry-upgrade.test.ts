@@ -2,7 +2,7 @@ import type { Queue } from 'bullmq';
 import { randomBytes } from 'node:crypto';
 import { closeRedis, createRedis } from '../../src/shared/clients/redis.js';
 import { createLogger } from '../../src/shared/logger.js';
-import { TELEMETRY_JOB, TELEMETRY_JOB_VERSION } from '../../src/shared/queues.js';
+import { TELEMETRY_JOB, TELEMETRY_JOB_VERSION, telemetryJobRecords, type TelemetryRecords } from '../../src/shared/queues.js';
 import { startWorkers } from '../../src/workers/main.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, otlpLogs, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
@@ -51,19 +51,23 @@ test('jobs in every earlier format are stored once this release’s workers star
   const jobs = await queued(4);
   // what this release writes carries its format
   expect(jobs.map((job) => [job.name, job.data.v])).toEqual(jobs.map(() => [TELEMETRY_JOB, TELEMETRY_JOB_VERSION]));
-  const byContent = (test: (records: Record<string, { record: Record<string, unknown> }[]>) => boolean) => jobs.find((job) => test(job.data.records))!;
-  const hasType = (type: string) => (records: Record<string, { record: Record<string, unknown> }[]>) => JSON.stringify(records.errors ?? []).includes(type);
+  // each job's records as this release's workers read them (the OTLP log travels as its export)
+  const contents = jobs.map((job) => telemetryJobRecords(job.name, job.data) as TelemetryRecords);
+  expect(jobs.filter((job) => job.data.exports?.length).length).toBe(1);
+  const byContent = (test: (records: TelemetryRecords) => boolean) => contents.find(test)!;
+  const hasType = (type: string) => (records: TelemetryRecords) => JSON.stringify(records.errors ?? []).includes(type);
   const first = byContent(hasType('FirstFormatError'));
   const log = byContent((records) => !!records.logs);
   const unversioned = byContent(hasType('UnversionedError'));
   const future = byContent(hasType('FutureError'));
   await Promise.all(jobs.map((job) => job.remove()));
   // format 1: one job per record kind, named after it, carrying `{items}`
-  await queue.add('errors', { items: first.data.records.errors }, { jobId: randomBytes(8).toString('hex') });
-  await queue.add('logs', { items: log.data.records.logs }, { jobId: randomBytes(8).toString('hex') });
+  await queue.add('errors', { items: first.errors }, { jobId: randomBytes(8).toString('hex') });
+  // format 2, records only, as written before OTLP exports travelled as they came
+  await queue.add(TELEMETRY_JOB, { v: 2, records: { logs: log.logs } }, { jobId: randomBytes(8).toString('hex') });
   // format 2 as written before jobs carried a version
-  await queue.add(TELEMETRY_JOB, { records: unversioned.data.records }, { jobId: randomBytes(8).toString('hex') });
-  const newer = await queue.add(TELEMETRY_JOB, { v: 99, records: future.data.records }, { jobId: randomBytes(8).toString('hex') });
+  await queue.add(TELEMETRY_JOB, { records: unversioned }, { jobId: randomBytes(8).toString('hex') });
+  const newer = await queue.add(TELEMETRY_JOB, { v: 99, records: future }, { jobId: randomBytes(8).toString('hex') });
 
   const logger = createLogger('warn');
   const redis = createRedis(h.config.REDIS_URL!, 'queue', logger);
@@ -87,7 +91,7 @@ test('jobs in every earlier format are stored once this release’s workers star
       const job = await queue.getJob(newer.id!);
       return job?.failedReason ? job : undefined;
     }, 'the newer job failed');
-    expect(failed.failedReason).toBe('telemetry job format 99 is newer than this release reads (2)');
+    expect(failed.failedReason).toBe(`telemetry job format 99 is newer than this release reads (${TELEMETRY_JOB_VERSION})`);
     expect(failed.attemptsMade).toBe(1);
   } finally {
     await stop();

@@ -2,13 +2,13 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import protobuf from 'protobufjs';
-import { decodeLogs, decodeMetrics, decodeTraces, exportResponse, type OtlpContentType } from '../../src/ingest/otlp/decode.js';
-import { otlpDescriptor } from '../../src/ingest/otlp/proto/descriptor.js';
+import { decodeLogs, decodeMetrics, decodeTraces, exportResponse, type OtlpContentType } from '../../src/shared/telemetry/otlp/decode.js';
+import { otlpDescriptor } from '../../src/shared/telemetry/otlp/proto/descriptor.js';
 import { AppError } from '../../src/shared/errors.js';
 import { logRecord, metricPoint, spanRecord } from '../../src/shared/telemetry/records.js';
 
 // Requests are built the way an exporter builds them: protobufjs over the same vendored .proto files.
-const protoDir = fileURLToPath(new URL('../../src/ingest/otlp/proto/', import.meta.url));
+const protoDir = fileURLToPath(new URL('../../src/shared/telemetry/otlp/proto/', import.meta.url));
 const root = new protobuf.Root();
 root.resolvePath = (_origin, target) => path.join(protoDir, target);
 root.loadSync(['trace', 'logs', 'metrics'].map((name) => `opentelemetry/proto/collector/${name}/v1/${name}_service.proto`));
@@ -116,7 +116,7 @@ function oneSpan(span: Json, resourceAttributes: unknown[] = [str('service.name'
 }
 
 describe('the embedded descriptor', () => {
-  it('matches the vendored .proto files (regenerate with `node src/ingest/otlp/proto/generate.mjs`)', () => {
+  it('matches the vendored .proto files (regenerate with `node src/shared/telemetry/otlp/proto/generate.mjs`)', () => {
     expect(JSON.parse(JSON.stringify(otlpDescriptor))).toEqual(root.toJSON());
   });
 });

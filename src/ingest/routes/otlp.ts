@@ -4,7 +4,7 @@ import { toAppError } from '../../shared/http/errors.js';
 import { readBody } from '../body.js';
 import { authorizeDsn, enqueueRecords, type IngestContext } from '../context.js';
 import { mediaTypeOf, send, type IngestCall } from '../http.js';
-import { decodeLogs, decodeMetrics, decodeTraces, exportResponse, type OtlpContentType, type OtlpSignal } from '../otlp/decode.js';
+import { decodeLogs, decodeMetrics, decodeTraces, exportResponse, type OtlpContentType, type OtlpSignal } from '../../shared/telemetry/otlp/decode.js';
 
 /** PROTOCOLS.md: OTLP bodies are capped at 64 MiB once decompressed. */
 const MAX_DECOMPRESSED = 64 * 1024 * 1024;
@@ -12,20 +12,20 @@ const MAX_COMPRESSED = 20 * 1024 * 1024;
 
 const mediaTypes: Record<string, OtlpContentType> = { 'application/x-protobuf': 'protobuf', 'application/json': 'json' };
 
-/** Decodes one signal into record lists by kind, with the count OTLP reports as rejected. */
-function decode(signal: OtlpSignal, body: Buffer, contentType: OtlpContentType) {
+/** Decodes one signal: how many records it holds, and the count OTLP reports as rejected. */
+function decode(signal: OtlpSignal, body: Buffer, contentType: OtlpContentType, receivedMs: number) {
   switch (signal) {
     case 'traces': {
       const { spans, rejected, errors } = decodeTraces(body, contentType);
-      return { records: { spans }, rejected, errors };
+      return { kept: spans.length, rejected, errors };
     }
     case 'logs': {
-      const { logs, rejected, errors } = decodeLogs(body, contentType);
-      return { records: { logs }, rejected, errors };
+      const { logs, rejected, errors } = decodeLogs(body, contentType, receivedMs);
+      return { kept: logs.length, rejected, errors };
     }
     case 'metrics': {
       const { points, rejected, errors } = decodeMetrics(body, contentType);
-      return { records: { metrics: points }, rejected, errors };
+      return { kept: points.length, rejected, errors };
     }
   }
 }
@@ -68,11 +68,13 @@ export async function acceptExport(ctx: IngestContext, call: IngestCall, signal:
     const { dsn, limit } = await authorizeDsn(ctx, call);
     const body = await readBody(call.req, { maxCompressed: MAX_COMPRESSED, maxDecompressed: MAX_DECOMPRESSED });
     await limit;
-    const { records, rejected, errors } = decode(signal, body, contentType);
-    const kept = Object.values(records).reduce((sum, list) => sum + list.length, 0);
+    const receivedMs = Date.now();
+    // decoded here to answer partialSuccess and refuse a malformed export; the job carries the export itself (see OtlpExport)
+    const { kept, rejected, errors } = decode(signal, body, contentType, receivedMs);
     if (kept === 0 && rejected > 0) throw new AppError('invalid_request', `none of the ${rejected} ${signal} items could be stored: ${errors.join('; ')}`);
     const outcomes = rejected > 0 ? [{ category: signal === 'traces' ? 'spans' : signal, reason: 'invalid', quantity: rejected } as const] : [];
-    await enqueueRecords(ctx, dsn, { ...records, outcomes });
+    const sent = kept > 0 ? { signal, encoding: contentType, body: body.toString(contentType === 'protobuf' ? 'base64' : 'utf8'), receivedMs, items: kept } : undefined;
+    await enqueueRecords(ctx, dsn, { outcomes }, sent);
     send(call, 200, contentType === 'json' ? 'application/json; charset=utf-8' : mediaType, exportResponse(signal, contentType, rejected, errors.join('; ')));
   } catch (error) {
     refuseInProtobuf(call, error);

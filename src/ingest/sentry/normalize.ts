@@ -29,7 +29,7 @@ import {
   textOf,
   ZEROS,
   type PlainValue,
-} from '../otlp/decode.js';
+} from '../../shared/telemetry/otlp/decode.js';
 import { parseJsonItem, type Envelope, type EnvelopeItem } from './envelope.js';
 import { httpLinkOrUndefined } from '../../shared/links.js';
 

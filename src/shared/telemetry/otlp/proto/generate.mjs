@@ -1,4 +1,4 @@
-// Regenerates descriptor.ts from the vendored .proto files beside it: `node src/ingest/otlp/proto/generate.mjs`.
+// Regenerates descriptor.ts from the vendored .proto files beside it: `node src/shared/telemetry/otlp/proto/generate.mjs`.
 // The decoder embeds this protobufjs JSON descriptor because the built service ships dist/ only, and tsc
 // copies no .proto files there; test/unit/otlp-decode.test.ts fails when the two drift apart.
 import { writeFileSync } from 'node:fs';

@@ -1,5 +1,5 @@
 import protobuf from 'protobufjs';
-import { AppError } from '../../shared/errors.js';
+import { AppError } from '../../errors.js';
 import {
   logLevelOf,
   storableText,
@@ -9,7 +9,7 @@ import {
   type SpanKind,
   type SpanRecord,
   type SpanStatus,
-} from '../../shared/telemetry/records.js';
+} from '../records.js';
 import { otlpDescriptor } from './proto/descriptor.js';
 
 /**
