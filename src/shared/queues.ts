@@ -13,7 +13,7 @@ export type TelemetryRecords = Partial<Record<RecordKind, Stamped<unknown>[]>>;
 /**
  * An OTLP export as it came, for the workers to turn into records: ingest decodes it too, to answer
  * with `partialSuccess` and refuse a malformed one, but a job carrying the export's own bytes costs
- * ingest no serialising of its records, and Redis a third of the bytes. `body` is base64 for
+ * ingest no serialising of its records, and Redis about two fifths of the bytes. `body` is base64 for
  * protobuf, the text itself for JSON; `receivedMs` stamps log records without a time of their own,
  * as ingest did; `items` is how many records ingest kept of it.
  */
