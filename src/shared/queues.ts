@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { decodeLogs, decodeMetrics, decodeTraces } from './telemetry/otlp/decode.js';
+import { decodeExport, otlpContentTypes, otlpSignals } from './telemetry/otlp/decode.js';
 import { recordKinds, recordSchemas, type RecordKind, type RecordOf, type Stamped } from './telemetry/records.js';
 
 /** A kind's records in a batch job, each stamped with its project. */
@@ -18,13 +18,16 @@ export type TelemetryRecords = Partial<Record<RecordKind, Stamped<unknown>[]>>;
  * as ingest did; `items` is how many records ingest kept of it.
  */
 export const otlpExport = z.object({
-  signal: z.enum(['traces', 'logs', 'metrics']),
-  encoding: z.enum(['protobuf', 'json']),
+  signal: z.enum(otlpSignals),
+  encoding: z.enum(otlpContentTypes),
   body: z.string(),
   receivedMs: z.number(),
   items: z.number().int(),
 });
 export type OtlpExport = z.infer<typeof otlpExport>;
+
+/** How an export's bytes are written into `body`: a JSON text as itself, protobuf as base64. */
+export const exportBodyEncoding = (encoding: OtlpExport['encoding']): BufferEncoding => (encoding === 'protobuf' ? 'base64' : 'utf8');
 
 /** A telemetry job as this release writes it. */
 export interface TelemetryJob {
@@ -50,31 +53,19 @@ const recordsJob = z.object({
   exports: z.array(z.object({ orgId: z.string(), projectId: z.string(), record: otlpExport })).optional(),
 });
 
-/** An export's records, by the kind they are stored as. */
-function recordsOfExport({ signal, encoding, body, receivedMs }: OtlpExport): Partial<Record<RecordKind, unknown[]>> {
-  const bytes = Buffer.from(body, encoding === 'protobuf' ? 'base64' : 'utf8');
-  switch (signal) {
-    case 'traces':
-      return { spans: decodeTraces(bytes, encoding).spans };
-    case 'logs':
-      return { logs: decodeLogs(bytes, encoding, receivedMs).logs };
-    case 'metrics':
-      return { metrics: decodeMetrics(bytes, encoding).points };
-  }
-}
-
 /** A job's records with its exports' decoded and stamped after them, in the order they came. */
 function withExports(records: TelemetryRecords, exports: Stamped<OtlpExport>[]): TelemetryRecords | string {
-  const all: TelemetryRecords = { ...records };
-  for (const { orgId, projectId, record } of exports) {
+  // copies of the job's own lists, which the exports' records are appended to
+  const all: TelemetryRecords = Object.fromEntries(Object.entries(records).map(([kind, list]) => [kind, [...(list ?? [])]]));
+  for (const { orgId, projectId, record: { signal, encoding, body, receivedMs } } of exports) {
     let decoded: Partial<Record<RecordKind, unknown[]>>;
     try {
-      decoded = recordsOfExport(record);
+      decoded = decodeExport(signal, Buffer.from(body, exportBodyEncoding(encoding)), encoding, receivedMs).records;
     } catch (error) {
       return `an OTLP export of the job no longer decodes: ${error instanceof Error ? error.message : String(error)}`;
     }
     for (const [kind, list] of Object.entries(decoded) as [RecordKind, unknown[]][]) {
-      const into = (all[kind] = [...(all[kind] ?? [])]);
+      const into = (all[kind] ??= []);
       for (const item of list) into.push({ orgId, projectId, record: item });
     }
   }

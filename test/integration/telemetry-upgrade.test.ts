@@ -46,9 +46,10 @@ const queued = (count: number) =>
 test('jobs in every earlier format are stored once this release’s workers start; a job from a newer release fails and says why', async () => {
   await sendEvent('FirstFormatError');
   await sendLog('written before job versions');
+  await sendEvent('SecondFormatError');
   await sendEvent('UnversionedError');
   await sendEvent('FutureError');
-  const jobs = await queued(4);
+  const jobs = await queued(5);
   // what this release writes carries its format
   expect(jobs.map((job) => [job.name, job.data.v])).toEqual(jobs.map(() => [TELEMETRY_JOB, TELEMETRY_JOB_VERSION]));
   // each job's records as this release's workers read them (the OTLP log travels as its export)
@@ -58,13 +59,15 @@ test('jobs in every earlier format are stored once this release’s workers star
   const hasType = (type: string) => (records: TelemetryRecords) => JSON.stringify(records.errors ?? []).includes(type);
   const first = byContent(hasType('FirstFormatError'));
   const log = byContent((records) => !!records.logs);
+  const second = byContent(hasType('SecondFormatError'));
   const unversioned = byContent(hasType('UnversionedError'));
   const future = byContent(hasType('FutureError'));
   await Promise.all(jobs.map((job) => job.remove()));
   // format 1: one job per record kind, named after it, carrying `{items}`
   await queue.add('errors', { items: first.errors }, { jobId: randomBytes(8).toString('hex') });
+  await queue.add('logs', { items: log.logs }, { jobId: randomBytes(8).toString('hex') });
   // format 2, records only, as written before OTLP exports travelled as they came
-  await queue.add(TELEMETRY_JOB, { v: 2, records: { logs: log.logs } }, { jobId: randomBytes(8).toString('hex') });
+  await queue.add(TELEMETRY_JOB, { v: 2, records: second }, { jobId: randomBytes(8).toString('hex') });
   // format 2 as written before jobs carried a version
   await queue.add(TELEMETRY_JOB, { records: unversioned }, { jobId: randomBytes(8).toString('hex') });
   const newer = await queue.add(TELEMETRY_JOB, { v: 99, records: future }, { jobId: randomBytes(8).toString('hex') });
@@ -75,10 +78,11 @@ test('jobs in every earlier format are stored once this release’s workers star
   try {
     const issues = await eventually(async () => {
       const reply = await owner.client.get(`/v1/issues?project=${project.id}`);
-      return reply.body.data.length >= 2 ? reply.body.data : undefined;
-    }, 'both errors grouped');
+      return reply.body.data.length >= 3 ? reply.body.data : undefined;
+    }, 'the three errors grouped');
     expect(issues.map((issue: { type: string; count: number }) => [issue.type, issue.count]).sort()).toEqual([
       ['FirstFormatError', 1],
+      ['SecondFormatError', 1],
       ['UnversionedError', 1],
     ]);
     const since = new Date(Date.now() - 3_600_000).toISOString();

@@ -4,31 +4,14 @@ import { toAppError } from '../../shared/http/errors.js';
 import { readBody } from '../body.js';
 import { authorizeDsn, enqueueRecords, type IngestContext } from '../context.js';
 import { mediaTypeOf, send, type IngestCall } from '../http.js';
-import { decodeLogs, decodeMetrics, decodeTraces, exportResponse, type OtlpContentType, type OtlpSignal } from '../../shared/telemetry/otlp/decode.js';
+import { exportBodyEncoding } from '../../shared/queues.js';
+import { decodeExport, exportResponse, type OtlpContentType, type OtlpSignal } from '../../shared/telemetry/otlp/decode.js';
 
 /** PROTOCOLS.md: OTLP bodies are capped at 64 MiB once decompressed. */
 const MAX_DECOMPRESSED = 64 * 1024 * 1024;
 const MAX_COMPRESSED = 20 * 1024 * 1024;
 
 const mediaTypes: Record<string, OtlpContentType> = { 'application/x-protobuf': 'protobuf', 'application/json': 'json' };
-
-/** Decodes one signal: how many records it holds, and the count OTLP reports as rejected. */
-function decode(signal: OtlpSignal, body: Buffer, contentType: OtlpContentType, receivedMs: number) {
-  switch (signal) {
-    case 'traces': {
-      const { spans, rejected, errors } = decodeTraces(body, contentType);
-      return { kept: spans.length, rejected, errors };
-    }
-    case 'logs': {
-      const { logs, rejected, errors } = decodeLogs(body, contentType, receivedMs);
-      return { kept: logs.length, rejected, errors };
-    }
-    case 'metrics': {
-      const { points, rejected, errors } = decodeMetrics(body, contentType);
-      return { kept: points.length, rejected, errors };
-    }
-  }
-}
 
 /** The gRPC status code OTLP clients read from a refusal's `google.rpc.Status`. */
 const grpcCodes: Partial<Record<ErrorCode, number>> = {
@@ -70,10 +53,10 @@ export async function acceptExport(ctx: IngestContext, call: IngestCall, signal:
     await limit;
     const receivedMs = Date.now();
     // decoded here to answer partialSuccess and refuse a malformed export; the job carries the export itself (see OtlpExport)
-    const { kept, rejected, errors } = decode(signal, body, contentType, receivedMs);
+    const { kept, rejected, errors } = decodeExport(signal, body, contentType, receivedMs);
     if (kept === 0 && rejected > 0) throw new AppError('invalid_request', `none of the ${rejected} ${signal} items could be stored: ${errors.join('; ')}`);
     const outcomes = rejected > 0 ? [{ category: signal === 'traces' ? 'spans' : signal, reason: 'invalid', quantity: rejected } as const] : [];
-    const sent = kept > 0 ? { signal, encoding: contentType, body: body.toString(contentType === 'protobuf' ? 'base64' : 'utf8'), receivedMs, items: kept } : undefined;
+    const sent = kept > 0 ? { signal, encoding: contentType, body: body.toString(exportBodyEncoding(contentType)), receivedMs, items: kept } : undefined;
     await enqueueRecords(ctx, dsn, { outcomes }, sent);
     send(call, 200, contentType === 'json' ? 'application/json; charset=utf-8' : mediaType, exportResponse(signal, contentType, rejected, errors.join('; ')));
   } catch (error) {

@@ -26,8 +26,10 @@ import { otlpDescriptor } from './proto/descriptor.js';
  * dropped and counted for `partialSuccess`.
  */
 
-export type OtlpSignal = 'traces' | 'logs' | 'metrics';
-export type OtlpContentType = 'protobuf' | 'json';
+export const otlpSignals = ['traces', 'logs', 'metrics'] as const;
+export const otlpContentTypes = ['protobuf', 'json'] as const;
+export type OtlpSignal = (typeof otlpSignals)[number];
+export type OtlpContentType = (typeof otlpContentTypes)[number];
 
 export interface DecodedTraces {
   spans: SpanRecord[];
@@ -95,6 +97,24 @@ export function decodeMetrics(body: Buffer, contentType: OtlpContentType): Decod
     pointsOf(objectOf(item, at), at, resource, outcome);
   });
   return outcome;
+}
+
+/** One export of any signal: its records by the kind they are stored as, and what was rejected of it. */
+export function decodeExport(signal: OtlpSignal, body: Buffer, contentType: OtlpContentType, receivedMs: number) {
+  switch (signal) {
+    case 'traces': {
+      const { spans, rejected, errors } = decodeTraces(body, contentType);
+      return { records: { spans }, kept: spans.length, rejected, errors };
+    }
+    case 'logs': {
+      const { logs, rejected, errors } = decodeLogs(body, contentType, receivedMs);
+      return { records: { logs }, kept: logs.length, rejected, errors };
+    }
+    case 'metrics': {
+      const { points, rejected, errors } = decodeMetrics(body, contentType);
+      return { records: { metrics: points }, kept: points.length, rejected, errors };
+    }
+  }
 }
 
 /**
