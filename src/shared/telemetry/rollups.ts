@@ -91,7 +91,7 @@ export class RollupBatch {
     return this.pending.size;
   }
 
-  /** One batch of every addition of `batches`, all of one kind: a document several of them add to is written once. */
+  /** One batch of every addition of `batches`, all of one kind (the first, with the others added into it): a document several of them add to is written once. */
   static merged(batches: RollupBatch[]): RollupBatch {
     const [first, ...rest] = batches;
     if (!first) throw new Error('no rollup batches to merge');
