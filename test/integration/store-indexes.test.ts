@@ -234,3 +234,23 @@ describe('the indexes FerretDB keeps', () => {
     await expect(ErrorEvent.collection.insertOne({ ...event, _id: new Types.ObjectId() })).rejects.toMatchObject({ code: 11000 });
   });
 });
+
+onPostgres('FerretDB’s sessions with PostgreSQL on loopback', () => {
+  test('carry no TLS, and an error event’s JSON is compressed with lz4', async () => {
+    // a long event body, as the SDKs send: PostgreSQL compresses a row's jsonb past about 2 kB
+    const data = JSON.stringify({ exception: { values: Array.from({ length: 60 }, (_, i) => ({ type: 'TypeError', value: `frame ${i} of a long stack` })) } });
+    await ErrorEvent.collection.insertOne({ _id: new Types.ObjectId(), projectId, orgId, eventId: 'lz4', issueId: new Types.ObjectId(), page: 0, batchId: 'b', timestamp: new Date(), receivedAt: new Date(), title: 't', data });
+    const { tables } = await ginIndexes();
+    await withPostgres(async (client) => {
+      const sessions = await client.query<{ ssl: boolean }>(
+        "SELECT s.ssl FROM pg_stat_activity a JOIN pg_stat_ssl s USING (pid) WHERE a.datname = current_database() AND a.application_name = 'FerretDB'",
+      );
+      expect(sessions.rows.length).toBeGreaterThan(0);
+      expect(sessions.rows.filter((row) => row.ssl)).toEqual([]);
+      const stored = await client.query<{ compression: string | null }>(
+        `SELECT pg_column_compression(_jsonb) AS compression FROM "${database()}"."${tables.get('errorevents')}" WHERE _jsonb->'eventId' @> '"lz4"'`,
+      );
+      expect(stored.rows).toEqual([{ compression: 'lz4' }]);
+    });
+  });
+});
