@@ -14,6 +14,8 @@ interface Group {
   count: number;
   waiters: { resolve: () => void; reject: (error: unknown) => void }[];
   scheduled: boolean;
+  /** The linger's timer while the group waits out LINGER_MS. */
+  linger?: NodeJS.Timeout;
 }
 
 /**
@@ -30,6 +32,13 @@ const MAX_WRITES_IN_FLIGHT = 2;
  */
 const BACKLOG_JOBS = 128;
 const LINGER_MS = 20;
+/**
+ * A lingering batch that has gathered the records of this many requests is written at once: it is
+ * already large enough that the workers' cost per job is small beside its records', and clients that
+ * wait for their answer before sending again (an SDK's transport, a load test) would otherwise wait
+ * the whole linger on every request however many joined.
+ */
+const LINGER_REQUESTS = 16;
 /** How often ingest reads the queue's backlog. */
 const BACKLOG_CHECK_MS = 250;
 
@@ -72,7 +81,8 @@ function expiredOutcomes(records: TelemetryRecords): Stamped<OutcomeRecord>[] {
 
 /**
  * Gathers the records of concurrent requests into one BullMQ job (group commit: written as soon as a
- * write slot is free, or when `maxItems` are waiting; while the workers are behind, LINGER_MS later).
+ * write slot is free, or when `maxItems` are waiting; while the workers are behind, LINGER_MS later
+ * unless LINGER_REQUESTS requests have joined by then).
  * A request's records, of every kind, go into one job, so they are queued all together or not at all
  * and a resent request never counts twice. `enqueue` resolves only
  * once the job is in Redis or, while Redis cannot take it, in the disk spool: a 200 means the data is
@@ -125,7 +135,12 @@ export class TelemetryBatcher {
     }
     const done = new Promise<void>((resolve, reject) => group.waiters.push({ resolve, reject }));
     if (group.count >= this.options.maxItems) void this.flush();
-    else this.schedule();
+    else if (group.linger && group.waiters.length >= LINGER_REQUESTS) {
+      clearTimeout(group.linger);
+      group.linger = undefined;
+      group.scheduled = false;
+      this.schedule();
+    } else this.schedule();
     return done;
   }
 
@@ -136,7 +151,7 @@ export class TelemetryBatcher {
 
   /**
    * Flushes after the requests of this turn of the event loop have joined (while the workers are
-   * behind, after those of the next LINGER_MS), if a write slot is free.
+   * behind, after those of the next LINGER_MS or once LINGER_REQUESTS have), if a write slot is free.
    */
   private schedule(): void {
     const group = this.group;
@@ -145,7 +160,7 @@ export class TelemetryBatcher {
     const flushGroup = () => {
       if (this.group === group) void this.flush();
     };
-    if (this.behind) setTimeout(flushGroup, LINGER_MS);
+    if (this.behind && group.waiters.length < LINGER_REQUESTS) group.linger = setTimeout(flushGroup, LINGER_MS);
     else setImmediate(flushGroup);
   }
 

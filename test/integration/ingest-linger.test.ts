@@ -6,7 +6,8 @@ import type { Harness } from '../support/harness.js';
 
 /**
  * How ingest sizes its jobs: while the workers keep up, a request's records are written at once;
- * while more than 128 jobs wait or are being stored, requests arriving close together share a job.
+ * while more than 128 jobs wait or are being stored, requests arriving close together share a job,
+ * written 20 ms after the first or as soon as 16 requests have joined.
  * This file's harness runs no workers, so the queue holds what ingest wrote.
  */
 let h: Harness;
@@ -15,6 +16,13 @@ let queue: Queue;
 useQueueProject((started, telemetry, made) => {
   [h, queue, project] = [started, telemetry, made];
 });
+
+/** Sends one envelope of one event; answers its reply and its event id. */
+function sendOne(): { reply: Promise<{ status: number }>; id: string } {
+  const event = errorEvent({}, { type: 'LingerError' });
+  const reply = h.ingest.request('POST', `/api/${project.number}/envelope/?sentry_key=${project.publicKey}`, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }]));
+  return { reply, id: event.event_id as string };
+}
 
 /**
  * Sends `count` envelopes of one event each, `gapMs` apart, without waiting for the answers in between.
@@ -25,9 +33,8 @@ async function sendSpaced(count: number, gapMs: number): Promise<{ statuses: num
   const ids: string[] = [];
   const started = Date.now();
   for (let i = 0; i < count; i++) {
-    const event = errorEvent({}, { type: 'LingerError' });
-    ids.push(event.event_id as string);
-    replies.push(h.ingest.request('POST', `/api/${project.number}/envelope/?sentry_key=${project.publicKey}`, envelope({ event_id: event.event_id }, [{ type: 'event', payload: event }])));
+    const { reply, id } = sendOne();
+    [replies[i], ids[i]] = [reply, id];
     await sleep(gapMs);
   }
   const sendingMs = Date.now() - started;
@@ -55,11 +62,15 @@ test('while the workers keep up, each request is written at once, in a job of it
   expect(await jobsHolding(sent)).toEqual({ jobs: 5, events: 5 });
 });
 
-test('while more than 128 jobs wait, requests a few milliseconds apart share jobs, and every one is kept', async () => {
-  // a backlog, as when the workers fall behind: jobs no worker here will take
+/** A backlog, as when the workers fall behind: jobs no worker here will take. */
+async function fallBehind(): Promise<void> {
   await queue.addBulk(Array.from({ length: 200 }, (_, i) => ({ name: TELEMETRY_JOB, data: { v: 2, records: {} }, opts: { jobId: `backlog-${i}` } })));
   // ingest looks at the backlog every 250 ms
   await sleep(600);
+}
+
+test('while more than 128 jobs wait, requests a few milliseconds apart share jobs, and every one is kept', async () => {
+  await fallBehind();
   const { statuses, ids, sendingMs } = await sendSpaced(20, 3);
   expect(statuses.every((status) => status === 200)).toBe(true);
   const { jobs, events } = await jobsHolding(ids);
@@ -67,4 +78,19 @@ test('while more than 128 jobs wait, requests a few milliseconds apart share job
   // a job takes what arrives in the 20 ms after its first request: at most one per 20 ms of sending,
   // and one more for the requests after the last (each request makes its own job without the linger)
   expect(jobs).toBeLessThanOrEqual(Math.floor(sendingMs / 20) + 2);
+});
+
+test('while the workers are behind, a job that 16 requests have joined is written without waiting out the linger', async () => {
+  // connections opened first (fetch keeps them), so that 16 requests sent together arrive together
+  await Promise.all(Array.from({ length: 17 }, () => sendOne().reply));
+  await fallBehind();
+  // 16 requests at once, then one more 5 ms later: within the linger, but after the job is full enough
+  const together = Array.from({ length: 16 }, sendOne);
+  await sleep(5);
+  const after = sendOne();
+  const statuses = await Promise.all([...together, after].map(({ reply }) => reply.then((answer) => answer.status)));
+  expect(statuses.every((status) => status === 200)).toBe(true);
+  expect(await jobsHolding(together.map(({ id }) => id))).toEqual({ jobs: 1, events: 16 });
+  expect(await jobsHolding([after.id])).toEqual({ jobs: 1, events: 1 });
+  expect(await jobsHolding([...together, after].map(({ id }) => id))).toEqual({ jobs: 2, events: 17 });
 });
