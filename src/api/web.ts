@@ -5,6 +5,7 @@ import { extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { aiEnabled } from '../shared/clients/ai.js';
 import type { Config } from '../shared/config.js';
+import { isLoopbackHost } from '../shared/links.js';
 
 /** Where `npm run build` puts the dashboard: dist/web beside dist/main.js (and beside src/ when run from source). */
 export const WEB_ROOT = fileURLToPath(new URL('../../dist/web/', import.meta.url));
@@ -26,7 +27,6 @@ const types: Record<string, string> = {
 export const REPLAY_STAGE_PATH = '/replay-frame.html';
 
 const portOf = (url: URL) => url.port || (url.protocol === 'https:' ? '443' : '80');
-const isLoopback = (hostname: string) => hostname === 'localhost' || hostname === '[::1]' || /^127(\.\d{1,3}){3}$/.test(hostname);
 
 export interface DashboardOptions {
   config: Pick<Config, 'API_PUBLIC_URL' | 'DASHBOARD_ORIGIN' | 'INGEST_PUBLIC_URL' | 'OLLAMA_HOST' | 'OLLAMA_API_KEY' | 'PAYMENT_API_KEY'>;
@@ -95,7 +95,7 @@ export function dashboardHandler({ config, apiPort, root = WEB_ROOT }: Dashboard
       // Opened as 127.0.0.1 while the API expects localhost (or the other way round): the API would refuse
       // the browser's Origin, so send it to the dashboard's own address.
       const requested = new URL(`http://${req.headers.host ?? 'localhost'}`);
-      if (isLoopback(requested.hostname) && isLoopback(dashboard.hostname) && requested.host !== dashboard.host && portOf(requested) === portOf(dashboard)) {
+      if (isLoopbackHost(requested.hostname) && isLoopbackHost(dashboard.hostname) && requested.host !== dashboard.host && portOf(requested) === portOf(dashboard)) {
         res.writeHead(302, { Location: `${dashboard.origin}${url.pathname}${url.search}` }).end();
         return;
       }

@@ -136,10 +136,9 @@ export class TelemetryBatcher {
     const done = new Promise<void>((resolve, reject) => group.waiters.push({ resolve, reject }));
     if (group.count >= this.options.maxItems) void this.flush();
     else if (group.linger && group.waiters.length >= LINGER_REQUESTS) {
+      // what the linger's timer would do, now
       clearTimeout(group.linger);
-      group.linger = undefined;
-      group.scheduled = false;
-      this.schedule();
+      void this.flush();
     } else this.schedule();
     return done;
   }

@@ -15,6 +15,7 @@ import { mongo } from 'mongoose';
 import pg from 'pg';
 import { ensureS3Bucket, type S3Location } from './clients/blob.js';
 import type { Config, LocalStoreChoice } from './config.js';
+import { isLoopbackHost } from './links.js';
 
 const { MongoClient } = mongo;
 
@@ -265,8 +266,6 @@ function buildFerretDB(dataDir: string): string {
   return target;
 }
 
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]']);
-
 /**
  * FerretDB's URL for its PostgreSQL: the pool's settings (its default size is 50, idle connections are
  * kept 30 min), and no TLS to a server on loopback unless the URL asks for it. Its driver tries TLS
@@ -277,7 +276,7 @@ function ferretdbPostgresUrl(url: string, poolSize: number): string {
   const parsed = new URL(url);
   parsed.searchParams.set('pool_max_conns', String(poolSize));
   parsed.searchParams.set('pool_max_conn_idle_time', FERRETDB_POOL_IDLE_TIME);
-  if (LOOPBACK_HOSTS.has(parsed.hostname) && !parsed.searchParams.has('sslmode')) parsed.searchParams.set('sslmode', 'disable');
+  if (isLoopbackHost(parsed.hostname) && !parsed.searchParams.has('sslmode')) parsed.searchParams.set('sslmode', 'disable');
   return parsed.toString();
 }
 
