@@ -11,6 +11,9 @@
  *   batches whose events spread over 1 or BENCH_FINGERPRINTS issues and 1 or BENCH_USERS end users:
  *   events per second and what each distinct issue adds to a flush; then `writeEndUsers`, which a
  *   workers process runs every few seconds: how many end users those flushes left and their time.
+ * - **a span flush**: `ingestSpans`, the workers' own code, on flushes of BENCH_SPAN_FLUSH spans shaped
+ *   as the service bench sends them (OTLP exports of traces of five: a server span and four database
+ *   calls, decoded by ingest's decoder), each trace new: spans per second, summaries and rollups included.
  *
  * Figures go to stdout and bench-results/writes.json.
  */
@@ -19,9 +22,12 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import mongoose, { Types } from 'mongoose';
 import { storeErrorBatches } from '../../src/shared/features/issues/store.js';
+import { ingestSpans } from '../../src/shared/features/traces/service.js';
 import { writeEndUsers } from '../../src/shared/features/users/service.js';
+import { decodeTraces } from '../../src/shared/telemetry/otlp/decode.js';
 import { inParallel, PARALLEL_WRITES, shareWriteTurns } from '../../src/shared/telemetry/storage.js';
 import { errorEvent } from '../support/factories/telemetry.js';
+import { otlpRequest, SPANS_PER_REQUEST } from './payloads.js';
 import { freshDatabase, listFromEnv, numberFromEnv, writeResults } from './support.js';
 
 const DOCS = numberFromEnv('BENCH_WRITE_DOCS', 600);
@@ -30,6 +36,7 @@ const FLUSH = numberFromEnv('BENCH_FLUSH', 500);
 const FLUSHES = numberFromEnv('BENCH_FLUSHES', 6);
 const FINGERPRINTS = numberFromEnv('BENCH_FINGERPRINTS', 500);
 const USERS = numberFromEnv('BENCH_USERS', 1000);
+const SPAN_FLUSH = numberFromEnv('BENCH_SPAN_FLUSH', 4000);
 
 const store = await freshDatabase('slk_bench_writes', 'auto', true);
 const redis = new Redis(store.redisUrl, { maxRetriesPerRequest: null });
@@ -128,6 +135,26 @@ async function flushes(fingerprints: number, users: number) {
   return { fingerprints, users, distinctIssues: Math.min(fingerprints, FLUSH), distinctUsers: Math.min(users, FLUSH), msPerFlush: Math.round(msPerFlush), eventsPerSecond: Math.round((FLUSH * 1000) / msPerFlush), usersWritten, usersMs };
 }
 
+/** Flushes of SPAN_FLUSH spans in new traces, as the workers store an OTLP backlog: milliseconds per flush and spans per second. */
+async function spanFlushes() {
+  const orgId = new Types.ObjectId().toHexString();
+  const projectId = new Types.ObjectId().toHexString();
+  let n = 0;
+  const flushOf = () =>
+    Array.from({ length: Math.ceil(SPAN_FLUSH / SPANS_PER_REQUEST) }, () =>
+      decodeTraces(otlpRequest({ baseUrl: '', projectNumber: 0, publicKey: '' }, n++).body, 'protobuf').spans.map((record) => ({ orgId, projectId, record })),
+    ).flat();
+  const times: number[] = [];
+  for (let flush = 0; flush <= FLUSHES; flush++) {
+    const items = flushOf();
+    const began = performance.now();
+    await ingestSpans(items);
+    if (flush > 0) times.push(performance.now() - began);
+  }
+  const msPerFlush = times.reduce((a, b) => a + b, 0) / times.length;
+  return { spans: SPAN_FLUSH, msPerFlush: Math.round(msPerFlush), spansPerSecond: Math.round((SPAN_FLUSH * 1000) / msPerFlush) };
+}
+
 const round = (ms: number) => Math.round(ms * 1000) / 1000;
 
 try {
@@ -153,7 +180,9 @@ try {
     const extra = row.distinctIssues - 1;
     console.log(`| ${row.fingerprints} | ${row.users} | ${row.msPerFlush} | ${row.eventsPerSecond} | ${extra ? round((row.msPerFlush - base.msPerFlush) / extra) : '—'} | ${row.usersWritten} in ${row.usersMs} ms |`);
   }
-  console.log(`\nfigures in ${writeResults('writes', { at: new Date().toISOString(), parallelWrites: PARALLEL_WRITES, ...sizes, flushes: cases })}`);
+  const spans = await spanFlushes();
+  console.log(`\nflushes of ${spans.spans} spans in new traces of five (ingestSpans, mean of ${FLUSHES} after the first): ${spans.msPerFlush} ms per flush, ${spans.spansPerSecond} spans/s`);
+  console.log(`\nfigures in ${writeResults('writes', { at: new Date().toISOString(), parallelWrites: PARALLEL_WRITES, ...sizes, flushes: cases, spanFlushes: spans })}`);
 } finally {
   redis.disconnect();
   await store.drop();
