@@ -109,6 +109,21 @@ async function bySize() {
   return { byHours: rows, endUserUpsertMs: round(upsert), insertManyMsPerDocument: round(insert) };
 }
 
+/**
+ * Stores FLUSHES + 1 flushes, each built by `next` before its clock starts, and answers the mean
+ * milliseconds of all but the first: the first creates what later ones update, so it is timed apart.
+ */
+async function meanFlushMs<T>(next: () => T, store: (flush: T) => Promise<unknown>): Promise<number> {
+  let total = 0;
+  for (let flush = 0; flush <= FLUSHES; flush++) {
+    const input = next();
+    const began = performance.now();
+    await store(input);
+    if (flush > 0) total += performance.now() - began;
+  }
+  return total / FLUSHES;
+}
+
 async function flushes(fingerprints: number, users: number) {
   const orgId = new Types.ObjectId().toHexString();
   const projectId = new Types.ObjectId().toHexString();
@@ -118,15 +133,10 @@ async function flushes(fingerprints: number, users: number) {
     const event = { ...errorEvent({ user: { id: `user-${n % users}`, email: `user-${n % users}@example.test` } }, { value: `kind ${n % fingerprints}` }), fingerprint: [`kind-${n % fingerprints}`] };
     return { orgId, projectId, record: { eventId: randomBytes(16).toString('hex'), timeMs: Date.now(), event } };
   };
-  const times: number[] = [];
-  // the first flush creates what later ones update: timed apart
-  for (let flush = 0; flush <= FLUSHES; flush++) {
-    const batches = Array.from({ length: FLUSH }, () => ({ batchId: randomBytes(8).toString('hex'), items: [item()] }));
-    const began = performance.now();
-    await storeErrorBatches(batches);
-    if (flush > 0) times.push(performance.now() - began);
-  }
-  const msPerFlush = times.reduce((a, b) => a + b, 0) / times.length;
+  const msPerFlush = await meanFlushMs(
+    () => Array.from({ length: FLUSH }, () => ({ batchId: randomBytes(8).toString('hex'), items: [item()] })),
+    (batches) => storeErrorBatches(batches),
+  );
   // the end users those flushes saw, as a workers process writes them every few seconds
   const usersBegan = performance.now();
   const usersWritten = await writeEndUsers();
@@ -144,14 +154,7 @@ async function spanFlushes() {
     Array.from({ length: Math.ceil(SPAN_FLUSH / SPANS_PER_REQUEST) }, () =>
       decodeTraces(otlpRequest({ baseUrl: '', projectNumber: 0, publicKey: '' }, n++).body, 'protobuf').spans.map((record) => ({ orgId, projectId, record })),
     ).flat();
-  const times: number[] = [];
-  for (let flush = 0; flush <= FLUSHES; flush++) {
-    const items = flushOf();
-    const began = performance.now();
-    await ingestSpans(items);
-    if (flush > 0) times.push(performance.now() - began);
-  }
-  const msPerFlush = times.reduce((a, b) => a + b, 0) / times.length;
+  const msPerFlush = await meanFlushMs(flushOf, ingestSpans);
   return { spans: SPAN_FLUSH, msPerFlush: Math.round(msPerFlush), spansPerSecond: Math.round((SPAN_FLUSH * 1000) / msPerFlush) };
 }
 
