@@ -119,6 +119,8 @@ const schema = z.object({
   WORKER_LOCK_MS: positiveInt.default(30_000),
   /** How often each worker process looks for jobs whose worker died (BullMQ's stalled-job check). */
   WORKER_STALLED_CHECK_MS: positiveInt.default(30_000),
+  /** How old a note of error events stored and not yet counted is before the recount sweep takes their count for lost. */
+  WORKER_RECOUNT_AFTER_MS: positiveInt.default(60_000),
   /** Prefix of every BullMQ and cache key in Redis, so several deployments can share one Redis. */
   REDIS_PREFIX: z.string().min(1).default('slk'),
   /**

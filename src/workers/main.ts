@@ -10,6 +10,7 @@ import type { Config } from '../shared/config.js';
 import type { Logger } from '../shared/logger.js';
 import type { QueueName } from '../shared/queues.js';
 import { shareWriteTurns } from '../shared/telemetry/storage.js';
+import { countsSettled } from '../shared/features/issues/store.js';
 import { writeEndUsers } from '../shared/features/users/service.js';
 import { upgradeStoredData } from '../shared/features/maintenance/upgrades.js';
 import { alertsProcessor } from './processors/alerts.js';
@@ -22,6 +23,7 @@ import { telemetryProcessor } from './processors/telemetry.js';
 const schedules = [
   { queue: 'maintenance', id: 'cleanup', every: 3_600_000, job: 'cleanup' },
   { queue: 'maintenance', id: 'reopen-ignored-issues', every: 60_000, job: 'reopen-ignored-issues' },
+  { queue: 'maintenance', id: 'recount-error-events', every: 30_000, job: 'recount-error-events' },
   { queue: 'maintenance', id: 'detect-anomalies', every: 60_000, job: 'detect-anomalies' },
   { queue: 'monitors', id: 'sweep-cron-checks', every: 10_000, job: 'sweep-cron-checks' },
   { queue: 'monitors', id: 'schedule-probes', every: 5_000, job: 'schedule-probes' },
@@ -59,8 +61,8 @@ export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl 
     return queues.get(name)!;
   };
   const processors: Record<QueueName, Processor> = {
-    telemetry: telemetryProcessor(blobs),
-    maintenance: maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl }),
+    telemetry: telemetryProcessor(blobs, logger),
+    maintenance: maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl, recountAfterMs: config.WORKER_RECOUNT_AFTER_MS }),
     monitors: monitorsProcessor({ logger, outbound, secrets, mailer, tlsWarnDays: config.TLS_EXPIRY_WARN_DAYS, queue: () => queue('monitors') }),
     alerts: alertsProcessor({ mailer, outbound, secrets }, () => queue('alerts')),
     investigations: investigationsProcessor({ logger, ai: createAiClient(config), timeoutMs: config.AI_TIMEOUT_MS }),
@@ -95,6 +97,8 @@ export async function startWorkers({ config, logger, redis, ferretdbPostgresUrl 
   return async () => {
     await Promise.race([declared, new Promise((resolve) => setTimeout(resolve, 1000).unref())]);
     await Promise.all(workers.map((worker) => worker.close()));
+    // the counts of the error events its last jobs stored, so that none waits for the recount sweep
+    await countsSettled();
     clearInterval(usersTimer);
     await writeUsers();
     await Promise.all([...queues.values()].map((q) => q.close()));

@@ -14,6 +14,7 @@ import { connectMongo, ensureIndexes } from '../../src/shared/clients/mongo.js';
 import { loadConfig, type Config } from '../../src/shared/config.js';
 import { ensureLocalServices, type LocalServices } from '../../src/shared/local-services.js';
 import { createLogger } from '../../src/shared/logger.js';
+import { PendingCount } from '../../src/shared/telemetry/storage.js';
 import { createApiKey, signUp } from '../support/factories/accounts.js';
 import { envelope, errorEvent, hex, nanos, projectWithDsn } from '../support/factories/telemetry.js';
 import { DASHBOARD_ORIGIN, type Harness } from '../support/harness.js';
@@ -309,13 +310,16 @@ export async function send(requests: (() => Promise<Response>)[], concurrency: n
   if (refused > 0) throw new Error(`${refused} requests were not accepted`);
 }
 
-/** Waits until the workers have finished every batch in the queue; a failed batch ends the bench. */
+/**
+ * Waits until the workers have finished every batch in the queue and counted every error event they
+ * stored into its issue (a job completes before that: see placeErrorBatches); a failed batch ends the bench.
+ */
 export async function drained(queue: Queue, timeoutMs = 30 * 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const counts = await queue.getJobCounts('waiting', 'active', 'delayed', 'prioritized', 'failed');
     if (counts.failed) throw new Error(`${counts.failed} batches failed; see the service's log`);
-    if (!counts.waiting && !counts.active && !counts.delayed && !counts.prioritized) return;
+    if (!counts.waiting && !counts.active && !counts.delayed && !counts.prioritized && (await PendingCount.countDocuments()) === 0) return;
     if (Date.now() > deadline) throw new Error(`the telemetry queue did not drain in ${timeoutMs / 1000} s`);
     await sleep(100);
   }

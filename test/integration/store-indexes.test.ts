@@ -47,7 +47,7 @@ async function ginIndexes(): Promise<{ planned: ReturnType<typeof plannedIndexes
 }
 
 const runStoreIndexJob = () =>
-  maintenanceProcessor({ logger: createLogger('silent'), blobs: createBlobStore(h.config), ferretdbPostgresUrl: postgresUrl })({ name: 'store-indexes' } as Job);
+  maintenanceProcessor({ logger: createLogger('silent'), blobs: createBlobStore(h.config), ferretdbPostgresUrl: postgresUrl, recountAfterMs: h.config.WORKER_RECOUNT_AFTER_MS })({ name: 'store-indexes' } as Job);
 
 const projectId = new Types.ObjectId();
 const orgId = new Types.ObjectId();

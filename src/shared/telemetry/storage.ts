@@ -282,3 +282,35 @@ export async function claimBatches(batchIds: string[], kind: string, now = new D
   );
   return new Set(claimed.map((claim) => claim.batchId));
 }
+
+/**
+ * Batches a worker has stored and not yet counted, one document per flush: a job completes once its
+ * records are stored and this is written, and the count that follows deletes it once its batches are
+ * claimed. A document older than any count takes is a count that died with its process or failed,
+ * which a sweep redoes from the stored records (see recountOrphaned in issues/store).
+ */
+const pendingCountSchema = new Schema({
+  /** What is to be counted, as the claim that ends it names it. */
+  kind: { type: String, required: true },
+  batchIds: { type: [String], required: true },
+  at: { type: Date, required: true },
+});
+
+export const PendingCount = model('PendingCount', pendingCountSchema, 'pending_counts');
+
+/** Notes a flush's batches as stored and not yet counted for `kind`; answers the note's id. */
+export async function notePending(kind: string, batchIds: string[], at: Date): Promise<Types.ObjectId> {
+  const _id = new Types.ObjectId();
+  await PendingCount.collection.insertOne({ _id, kind, batchIds: [...new Set(batchIds)], at });
+  return _id;
+}
+
+/** Drops the notes of counts that are done. */
+export async function settlePending(ids: Types.ObjectId[]): Promise<void> {
+  if (ids.length > 0) await PendingCount.collection.deleteMany({ _id: { $in: ids } });
+}
+
+/** Notes of `kind` written before `before`: counts that should have ended by then. */
+export function pendingBefore(kind: string, before: Date): Promise<{ _id: Types.ObjectId; batchIds: string[] }[]> {
+  return PendingCount.find({ kind, at: { $lt: before } }, { batchIds: 1 }).sort({ at: 1 }).lean();
+}

@@ -4,10 +4,11 @@ import { ensureStoreIndexes, vacuumStore } from '../../shared/clients/mongo.js';
 import { detectSurgeAlerts } from '../../shared/features/alerts/surges.js';
 import { detectAnomalies } from '../../shared/features/anomalies/detector.js';
 import { reopenExpiredIgnores } from '../../shared/features/issues/service.js';
+import { recountOrphaned } from '../../shared/features/issues/store.js';
 import { cleanup } from '../../shared/features/maintenance/service.js';
 import type { Logger } from '../../shared/logger.js';
 
-export function maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl }: { logger: Logger; blobs: BlobStore; ferretdbPostgresUrl?: string | undefined }) {
+export function maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl, recountAfterMs }: { logger: Logger; blobs: BlobStore; ferretdbPostgresUrl?: string | undefined; recountAfterMs: number }) {
   return async (job: Job) => {
     switch (job.name) {
       case 'cleanup': {
@@ -34,6 +35,11 @@ export function maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl }: { l
       }
       case 'reopen-ignored-issues':
         return { reopened: await reopenExpiredIgnores() };
+      case 'recount-error-events': {
+        const batches = await recountOrphaned(recountAfterMs);
+        if (batches > 0) logger.warn({ batches }, 'error events whose count was lost counted again');
+        return { batches };
+      }
       default:
         throw new UnrecoverableError(`unknown maintenance job ${job.name}`);
     }

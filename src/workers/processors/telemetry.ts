@@ -1,5 +1,6 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import type { BlobStore } from '../../shared/clients/blob.js';
+import type { Logger } from '../../shared/logger.js';
 import { createSymbolicator } from '../../shared/features/artifacts/symbolicate.js';
 import { ingestSdkCheckIns } from '../../shared/features/cron/service.js';
 import { ingestFeedback } from '../../shared/features/feedback/service.js';
@@ -16,7 +17,7 @@ import type { z } from 'zod';
 import { recordKinds, type RecordBatch, type RecordKind, type RecordOf, type Stamped } from '../../shared/telemetry/records.js';
 import { scrubRecords } from '../../shared/telemetry/scrub.js';
 
-/** What a handler left to finish after it returned: error events and spans are stored at once and counted later. */
+/** What a handler left to finish after it returned: spans are stored at once and counted later. */
 type Later = { counted: Promise<void> };
 type Handlers = { [K in RecordKind]: (batches: RecordBatch<RecordOf<K>>[]) => Promise<void | Later> };
 
@@ -27,11 +28,15 @@ const itemsOf = <T>(batches: RecordBatch<T>[]) => batches.flatMap(({ items }) =>
  * changes nothing twice. Kinds stored by unique keys take the flush's records in one call; kinds
  * that count with `$inc` keep each batch's id.
  */
-function handlers(blobs: BlobStore): Handlers {
+function handlers(blobs: BlobStore, logger: Logger): Handlers {
   // one per worker process: its LRU keeps the source maps it parsed
   const symbolicator = createSymbolicator(blobs);
   return {
-    errors: (batches) => placeErrorBatches(batches, new Date(), symbolicator),
+    // the job completes once its events are stored and noted as waiting for their count
+    errors: async (batches) => {
+      const { counted } = await placeErrorBatches(batches, new Date(), symbolicator);
+      counted.catch((error: unknown) => logger.error({ err: error }, 'counting error events failed; the recount sweep takes them up'));
+    },
     feedback: (batches) => ingestFeedback(itemsOf(batches)),
     spans: (batches) => placeSpans(itemsOf(batches)),
     logs: (batches) => ingestLogs(itemsOf(batches)),
@@ -76,7 +81,8 @@ function partsOf(job: Job): JobParts {
  * Stores the parts of several jobs as one flush: each kind's batches go to its handler together, so
  * an issue, an end user or a rollup document touched by many jobs is written once. Error events go
  * first: they are what a person waits to see. Answers once everything is stored, with what settles
- * when the flush's error events and spans are counted too.
+ * when the flush's spans are counted too. Error events are counted apart from their jobs: once
+ * stored, with a note of their batches that outlives this process until the count is done.
  */
 function storeFlush(byKind: Handlers) {
   return async (jobs: JobParts[]): Promise<Later> => {
@@ -123,7 +129,8 @@ interface Waiting {
  * replay's or a trace's records are applied in the order they arrived. At a low rate a flush is
  * one job and is stored at once; under load flushes grow with the backlog, and the writes per
  * event fall. The next flush starts as soon as one is stored; a job completes once its flush's
- * error events and spans are counted as well (see placeErrorBatches and placeSpans). A flush that
+ * spans are counted as well (see placeSpans), and its error events noted for their count (see
+ * placeErrorBatches), which frees its place for the next job while issues are counted. A flush that
  * fails fails each of its jobs, and BullMQ retries them, each in a flush of its own.
  */
 class Flusher {
@@ -174,7 +181,7 @@ class Flusher {
   }
 }
 
-export function telemetryProcessor(blobs: BlobStore) {
-  const flusher = new Flusher(storeFlush(handlers(blobs)));
+export function telemetryProcessor(blobs: BlobStore, logger: Logger) {
+  const flusher = new Flusher(storeFlush(handlers(blobs, logger)));
   return async (job: Job) => flusher.submit(partsOf(job), job.attemptsMade > 0);
 }

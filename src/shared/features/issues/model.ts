@@ -111,9 +111,13 @@ const issueUserSchema = new Schema({
   _id: { type: Schema.Types.ObjectId, required: true },
   issueId: { type: Schema.Types.ObjectId, required: true },
   userKey: { type: String, required: true },
+  /** The batch whose events first named the user in this issue: that batch counts the user into it. */
+  batchId: String,
 });
 // one document per issue and user, however many events name them (its _id is derived from both).
 issueUserSchema.index({ issueId: 1, userKey: 1 }, { unique: true });
+// a batch counted again after its count was lost finds the users it brought
+issueUserSchema.index({ batchId: 1 });
 
 export const Issue = model('Issue', issueSchema);
 export const ErrorEvent = model('ErrorEvent', errorEventSchema);

@@ -8,7 +8,7 @@ import { Types } from 'mongoose';
 import { isDuplicateKey } from '../../errors.js';
 import type { ErrorEventRecord, RecordBatch, Stamped } from '../../telemetry/records.js';
 import { groupCommit } from '../../telemetry/group-commit.js';
-import { batchApplied, claimBatches, contentId, groupBy, inParallel, insertNew, oneAtATime, PARALLEL_WRITES, updateEach } from '../../telemetry/storage.js';
+import { batchApplied, claimBatches, contentId, groupBy, inParallel, insertNew, notePending, oneAtATime, PARALLEL_WRITES, pendingBefore, settlePending, updateEach } from '../../telemetry/storage.js';
 import { openAlert, openAlerts, type AlertInput } from '../alerts/service.js';
 import type { Symbolicator } from '../artifacts/symbolicate.js';
 import { countIntoReleases } from '../releases/service.js';
@@ -204,17 +204,24 @@ function issueCreatedBy(id: Types.ObjectId, update: ReturnType<typeof issueUpdat
 
 type IssueCount<E> = { issue: IssueDoc; created: boolean; before: number; events: E[] };
 
+/** End users new to an issue, by `issueId:batchId`: a batch counts the users it brought into the issue along with its events. */
+type NewUsers = Map<string, number>;
+
+/** The users new to the issue of `events` (all of one issue) that their batches brought. */
+const newUsersOf = (newUsers: NewUsers, events: PreparedEvent[]) =>
+  [...new Set(events.map((e) => e.batchId))].reduce((sum, batchId) => sum + (newUsers.get(`${events[0]!.issueId.toHexString()}:${batchId}`) ?? 0), 0);
+
 /**
  * Creates the issues of `groups` (events by issue id) that were not there when read, in one insert:
  * each as countIntoIssue's upsert would have, which costs FerretDB one update (a read and a write)
  * per issue where an insert is a fraction of that. Answers the counts made, by issue id; an issue
  * created meanwhile by another process is left out, for countIntoIssue.
  */
-async function createIssues<E extends PreparedEvent>(groups: [string, E[]][], newUsers: Map<string, number>): Promise<Map<string, IssueCount<E>>> {
+async function createIssues<E extends PreparedEvent>(groups: [string, E[]][], newUsers: NewUsers): Promise<Map<string, IssueCount<E>>> {
   const counts = new Map(
     groups.map(([issueId, events]) => {
       const batches = [...new Set(events.map((e) => e.batchId))];
-      const issue = issueCreatedBy(events[0]!.issueId, issueUpdate(events, newUsers.get(issueId) ?? 0, batches, pageOf(events.length)));
+      const issue = issueCreatedBy(events[0]!.issueId, issueUpdate(events, newUsersOf(newUsers, events), batches, pageOf(events.length)));
       return [issueId, { issue, created: true, before: 0, events }] as const;
     }),
   );
@@ -237,7 +244,7 @@ async function createIssues<E extends PreparedEvent>(groups: [string, E[]][], ne
  */
 async function countIntoIssue<E extends PreparedEvent>(
   all: E[],
-  newUsers: number,
+  newUsers: NewUsers,
   known: CountedState | null,
 ): Promise<IssueCount<E> | undefined> {
   const id = all[0]!.issueId;
@@ -254,8 +261,8 @@ async function countIntoIssue<E extends PreparedEvent>(
         // An issue not there when read is created by an upsert that cannot match one made since (every issue has
         // countedBatches): that meets its `_id`, and the issue is read again.
         const issue = state
-          ? await Issue.findOneAndUpdate({ _id: id, eventCount: state.eventCount }, issueUpdate(events, newUsers, counted, lastPage), { returnDocument: 'after' }).lean<IssueDoc>()
-          : await Issue.findOneAndUpdate({ _id: id, countedBatches: { $exists: false } }, issueUpdate(events, newUsers, counted, lastPage), { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
+          ? await Issue.findOneAndUpdate({ _id: id, eventCount: state.eventCount }, issueUpdate(events, newUsersOf(newUsers, events), counted, lastPage), { returnDocument: 'after' }).lean<IssueDoc>()
+          : await Issue.findOneAndUpdate({ _id: id, countedBatches: { $exists: false } }, issueUpdate(events, newUsersOf(newUsers, events), counted, lastPage), { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
         if (issue) {
           know(id, issue);
           return { issue, created: !state, before, events };
@@ -375,11 +382,15 @@ function rememberPair(id: string): void {
   if (storedPairs.size > PAIRS_REMEMBERED) storedPairs.delete(storedPairs.values().next().value!);
 }
 
-/** What a flush left to count: its events stored and not yet counted, oldest first per issue, and each issue's new end users. */
+/**
+ * What a flush left to count: its events stored and not yet counted, oldest first per issue, each
+ * issue's new end users, and the note that says so in the store until the count is done.
+ */
 interface Placed {
   events: PlacedEvent[];
-  newUsers: Map<string, number>;
+  newUsers: NewUsers;
   now: Date;
+  pending: Types.ObjectId;
 }
 
 /**
@@ -389,7 +400,14 @@ interface Placed {
  * is that batch's to count, so duplicates count once. A batch with events stored before (a retry)
  * counts them now, unless that attempt finished counting, which it says by its claim.
  */
-export async function placeErrorBatches(batches: RecordBatch<ErrorEventRecord>[], now = new Date(), symbolicator?: Symbolicator): Promise<{ counted: Promise<void> }> {
+export async function placeErrorBatches(
+  batches: RecordBatch<ErrorEventRecord>[],
+  now = new Date(),
+  symbolicator?: Symbolicator,
+  noted?: Types.ObjectId,
+): Promise<{ counted: Promise<void> }> {
+  // a count far behind its placements holds the next flush back until it has caught up
+  while (uncounted > UNCOUNTED_MAX && lastCount) await lastCount.catch(() => undefined);
   const items = batches.flatMap(({ items }) => items);
   const batchIds = batches.flatMap(({ batchId, items }) => items.map(() => batchId));
   const symbolicated = symbolicator ? await symbolicateBatch(items, symbolicator) : items;
@@ -431,17 +449,74 @@ export async function placeErrorBatches(batches: RecordBatch<ErrorEventRecord>[]
   });
   if (events.length === 0) return { counted: Promise.resolve() };
   // New (issue, user) pairs now, so each issue's user count moves in the same write as its event count.
+  const again = new Set(retried.filter((batchId) => !finished.has(batchId)));
   const affected = [
     ...new Map(
       events
         .filter((e) => e.userKey)
-        .map((e) => [`${e.issueId.toHexString()}:${e.userKey}`, { _id: contentId('issue-user', e.issueId.toHexString(), e.userKey), issueId: e.issueId, userKey: e.userKey! }]),
+        .map((e) => [`${e.issueId.toHexString()}:${e.userKey}`, { _id: contentId('issue-user', e.issueId.toHexString(), e.userKey), issueId: e.issueId, userKey: e.userKey!, batchId: e.batchId }]),
     ).values(),
-  ].filter((pair) => !storedPairs.has(pair._id.toHexString()));
-  const newUsers = new Map([...groupBy(await insertNew(IssueUser.collection, affected), (pair) => pair.issueId.toHexString())].map(([issueId, pairs]) => [issueId, pairs.length]));
+  ].filter((pair) => !storedPairs.has(pair._id.toHexString()) || again.has(pair.batchId));
+  // the pairs a batch counted again stored on its earlier attempt are still that batch's to count
+  const brought: { issueId: Types.ObjectId; batchId: string }[] = [];
+  await inParallel([...again], PARALLEL_WRITES, async (batchId) => {
+    brought.push(...(await IssueUser.find({ batchId }, { issueId: 1, batchId: 1 }).lean<{ issueId: Types.ObjectId; batchId: string }[]>()));
+  });
+  brought.push(...(await insertNew(IssueUser.collection, affected)));
+  const newUsers: NewUsers = new Map([...groupBy(brought, (pair) => `${pair.issueId.toHexString()}:${pair.batchId}`)].map(([key, pairs]) => [key, pairs.length]));
   for (const pair of affected) rememberPair(pair._id.toHexString());
+  // the note goes in before the job that placed them completes: a count lost with this process is redone from it
+  const pending = noted ?? (await notePending(ISSUES_COUNTED, [...new Set(events.map((e) => e.batchId))], now));
   place(events, 1);
-  return { counted: countLater({ events, newUsers, now }) };
+  uncounted += events.length;
+  const counted = countLater({ events, newUsers, now, pending }).finally(() => (uncounted -= events.length));
+  lastCount = counted;
+  return { counted };
+}
+
+/** Events placed by this process and not counted yet, and the count that takes the latest of them. */
+let uncounted = 0;
+let lastCount: Promise<void> | undefined;
+/** Past this many placed events waiting for their count, placing waits for the count (see placeErrorBatches). */
+const UNCOUNTED_MAX = 20_000;
+
+/** Settles once every count of the events this process placed has ended, for a worker that stops. */
+export async function countsSettled(): Promise<void> {
+  while (lastCount) {
+    const last = lastCount;
+    await last.catch(() => undefined);
+    if (last === lastCount) lastCount = undefined;
+  }
+}
+
+/**
+ * Counts the error events of flushes whose count was lost (its worker died, or the store failed it):
+ * each note older than `lostAfterMs` (WORKER_RECOUNT_AFTER_MS, several times the slowest count seen
+ * under load) is rebuilt from the events its batches stored and counted as a retry would (the claims
+ * and the batch ids on the issues keep what was counted from counting twice). Answers how many
+ * batches it took up.
+ */
+export async function recountOrphaned(lostAfterMs: number, now = new Date()): Promise<number> {
+  let taken = 0;
+  for (const note of await pendingBefore(ISSUES_COUNTED, new Date(now.getTime() - lostAfterMs))) {
+    const batches = await Promise.all(
+      note.batchIds.map(async (batchId) => {
+        const stored = await ErrorEvent.find({ batchId }, { orgId: 1, projectId: 1, eventId: 1, timestamp: 1, data: 1 }).lean();
+        const items = stored.map((doc) => ({
+          orgId: doc.orgId.toHexString(),
+          projectId: doc.projectId.toHexString(),
+          record: { eventId: doc.eventId, timeMs: doc.timestamp.getTime(), event: JSON.parse(doc.data) as Record<string, unknown> },
+        }));
+        return { batchId, items };
+      }),
+    );
+    const { counted } = await placeErrorBatches(batches, now, undefined, note._id);
+    await counted;
+    // batches counted before (or events since removed) left nothing to count, and no count to drop the note
+    await settlePending([note._id]);
+    taken += note.batchIds.length;
+  }
+  return taken;
 }
 
 /**
@@ -471,8 +546,8 @@ const countLater = groupCommit(async (placed: Placed[]) => {
 async function countPlaced(placed: Placed[]): Promise<void> {
   const now = placed.at(-1)!.now;
   const events = placed.flatMap((flush) => flush.events);
-  const newUsers = new Map<string, number>();
-  for (const flush of placed) for (const [issueId, count] of flush.newUsers) newUsers.set(issueId, (newUsers.get(issueId) ?? 0) + count);
+  const newUsers: NewUsers = new Map();
+  for (const flush of placed) for (const [key, count] of flush.newUsers) newUsers.set(key, (newUsers.get(key) ?? 0) + count);
   const groups = [...groupBy(events, (e) => e.issueId.toHexString())];
   const states = new Map<string, CountedState | null>();
   await inParallel(groups, PARALLEL_WRITES, async ([issueId, ofIssue]) => void states.set(issueId, await countedState(ofIssue[0]!.issueId)));
@@ -486,7 +561,7 @@ async function countPlaced(placed: Placed[]): Promise<void> {
     let counted = created.get(issueId);
     try {
       // not there when read, and there when created: another process created it meanwhile
-      counted ??= await countIntoIssue(ofIssue, newUsers.get(issueId) ?? 0, states.get(issueId) === null ? await readCountedState(ofIssue[0]!.issueId) : states.get(issueId)!);
+      counted ??= await countIntoIssue(ofIssue, newUsers, states.get(issueId) === null ? await readCountedState(ofIssue[0]!.issueId) : states.get(issueId)!);
     } finally {
       place(ofIssue, -1);
     }
@@ -512,6 +587,7 @@ async function countPlaced(placed: Placed[]): Promise<void> {
   recordEndUsers(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, user: e.user, seenAt: e.at })));
   await countIntoReleases(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errorEvents: 1 } })));
   counting.forEach(rememberFinished);
+  await settlePending(placed.map((flush) => flush.pending));
 }
 
 /** Stores and counts the error events of one or more batches (see placeErrorBatches), answering once they are counted. */

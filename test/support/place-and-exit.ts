@@ -1,0 +1,14 @@
+/**
+ * A workers process that dies right after storing error events and before counting them, as one
+ * killed at that moment would: connects to MONGO_URL, stores the batches it reads as JSON on stdin
+ * the way the telemetry processor does, and exits without waiting for their count.
+ */
+import { text } from 'node:stream/consumers';
+import { connectMongo } from '../../src/shared/clients/mongo.js';
+import { placeErrorBatches } from '../../src/shared/features/issues/store.js';
+import { createLogger } from '../../src/shared/logger.js';
+
+const batches = JSON.parse(await text(process.stdin));
+await connectMongo(process.env.MONGO_URL!, createLogger('silent'));
+await placeErrorBatches(batches);
+process.exit(0);
