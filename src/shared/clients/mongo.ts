@@ -11,8 +11,13 @@ import { ensureExpressionIndexes, vacuumTables, type CollectionFields, type Expr
  */
 export const store = { ferretdb: false };
 
-/** Concurrent commands one process sends FerretDB: each holds at most two PostgreSQL connections. */
-const FERRETDB_MAX_POOL_SIZE = 16;
+/**
+ * Concurrent commands one process sends FerretDB. Each holds up to two PostgreSQL connections, so
+ * this is half the pool the local store gives FerretDB (16, see local-services). At 16, a bench run
+ * with twice the usual parallel writes hung FerretDB for good (every PostgreSQL backend idle, no
+ * command answered until it was restarted); at 8 the same run finished.
+ */
+const FERRETDB_MAX_POOL_SIZE = 8;
 
 async function isFerretDB(url: string): Promise<boolean> {
   const client = new mongoose.mongo.MongoClient(url, { serverSelectionTimeoutMS: 10_000 });
