@@ -17,12 +17,10 @@
  *   second window only. Lines for the Drain and Sentry-template checks (GET /v1/logs/patterns) are
  *   sent in a 10-minute window of their own.
  */
-import { Queue, QueueEvents } from 'bullmq';
-import { Redis } from 'ioredis';
 import { bucketsOf, percentile } from '../../src/shared/telemetry/histogram.js';
 import { addMember, signUp, type Account } from '../support/factories/accounts.js';
 import { hex, nanos, otlpTraces, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
-import { type Harness, useHarness } from '../support/harness.js';
+import { type Harness, useHarness, useScheduledJob } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
 
 let h: Harness;
@@ -195,30 +193,9 @@ beforeAll(async () => {
 // ---------------------------------------------------------------------------------------------
 
 describe('GET /v1/anomalies, from the detector job', () => {
-  const connections: Redis[] = [];
-  let queue: Queue;
-  let events: QueueEvents;
-
-  beforeAll(async () => {
-    const connection = () => {
-      const redis = new Redis(h.config.REDIS_URL!, { maxRetriesPerRequest: null });
-      connections.push(redis);
-      return redis;
-    };
-    queue = new Queue('maintenance', { connection: connection(), prefix: h.config.REDIS_PREFIX });
-    await queue.removeJobScheduler('detect-anomalies');
-    events = new QueueEvents('maintenance', { connection: connection(), prefix: h.config.REDIS_PREFIX });
-    await events.waitUntilReady();
-  });
-
-  afterAll(async () => {
-    await events?.close();
-    await queue?.close();
-    await Promise.all(connections.map((redis) => redis.quit()));
-  });
-
+  const detector = useScheduledJob(() => h, 'detect-anomalies');
   /** Runs the detector as its schedule would at `at`, and waits for it to finish. */
-  const detectAt = async (at: number) => (await queue.add('detect-anomalies', { at })).waitUntilFinished(events, 20_000);
+  const detectAt = (at: number) => detector.run({ at }, 20_000);
   const list = async (filters = '') => {
     const reply = await owner.client.get(`/v1/anomalies?${windowOf(projects.anomalies, baselineStart, afterEnd)}${filters}`);
     expect(reply.status).toBe(200);

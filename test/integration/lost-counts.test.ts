@@ -5,13 +5,11 @@
  */
 import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Queue, QueueEvents } from 'bullmq';
-import { Redis } from 'ioredis';
 import mongoose from 'mongoose';
 import type { ErrorEventRecord, RecordBatch, Stamped } from '../../src/shared/telemetry/records.js';
 import { createProject, signUp, type Account } from '../support/factories/accounts.js';
 import { hex } from '../support/factories/telemetry.js';
-import { type Harness, useHarness } from '../support/harness.js';
+import { type Harness, useHarness, useScheduledJob } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
 
 /** How old a note is before the sweep takes its count for lost, in this file. */
@@ -21,30 +19,12 @@ let h: Harness;
 let owner: Account;
 useHarness((started) => (h = started), { WORKER_RECOUNT_AFTER_MS: String(RECOUNT_AFTER_MS) }, { workers: true });
 
-const connections: Redis[] = [];
-let queue: Queue;
-let jobEvents: QueueEvents;
 beforeAll(async () => {
   owner = await signUp(h);
-  const connection = () => {
-    const redis = new Redis(h.config.REDIS_URL!, { maxRetriesPerRequest: null });
-    connections.push(redis);
-    return redis;
-  };
-  queue = new Queue('maintenance', { connection: connection(), prefix: h.config.REDIS_PREFIX });
-  // the test runs the sweep itself, at the moments it names
-  await queue.removeJobScheduler('recount-error-events');
-  jobEvents = new QueueEvents('maintenance', { connection: connection(), prefix: h.config.REDIS_PREFIX });
-  await jobEvents.waitUntilReady();
 });
-afterAll(async () => {
-  await jobEvents?.close();
-  await queue?.close();
-  await Promise.all(connections.map((redis) => redis.quit()));
-});
-
-/** One run of the sweep, as its schedule starts it. */
-const sweep = async () => (await queue.add('recount-error-events', {})).waitUntilFinished(jobEvents, 30_000) as Promise<{ batches: number }>;
+// the test runs the sweep itself, at the moments it names
+const recount = useScheduledJob(() => h, 'recount-error-events');
+const sweep = () => recount.run() as Promise<{ batches: number }>;
 
 /** Stores `batches` in a process of their own that exits before counting them (see test/support/place-and-exit.ts). */
 async function placeAndExit(batches: RecordBatch<ErrorEventRecord>[]): Promise<void> {

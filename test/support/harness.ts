@@ -1,4 +1,5 @@
-import { Queue } from 'bullmq';
+import { Queue, QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import mongoose from 'mongoose';
@@ -132,4 +133,33 @@ export function useQueueHarness(use: (harness: Harness, queue: Queue) => Promise
     await harness?.close();
     await dropTestDatabase();
   });
+}
+
+/**
+ * A harness's maintenance queue with its job events, for a test file that runs one scheduled job
+ * itself at the moments it names (`adds` a job and waits for its result): that job's schedule is
+ * removed, so it runs only then. Closed after the file's tests.
+ */
+export function useScheduledJob(harness: () => Harness, job: string): { run: (data?: Record<string, unknown>, timeoutMs?: number) => Promise<unknown> } {
+  const connections: Redis[] = [];
+  let queue: Queue | undefined;
+  let events: QueueEvents | undefined;
+  beforeAll(async () => {
+    const { config } = harness();
+    const connection = () => {
+      const redis = new Redis(config.REDIS_URL!, { maxRetriesPerRequest: null });
+      connections.push(redis);
+      return redis;
+    };
+    queue = new Queue('maintenance', { connection: connection(), prefix: config.REDIS_PREFIX });
+    await queue.removeJobScheduler(job);
+    events = new QueueEvents('maintenance', { connection: connection(), prefix: config.REDIS_PREFIX });
+    await events.waitUntilReady();
+  });
+  afterAll(async () => {
+    await events?.close();
+    await queue?.close();
+    await Promise.all(connections.map((redis) => redis.quit()));
+  });
+  return { run: async (data = {}, timeoutMs = 30_000) => (await queue!.add(job, data)).waitUntilFinished(events!, timeoutMs) };
 }
