@@ -398,7 +398,9 @@ interface Placed {
  * page, where the issue's event list finds them at once, and answers with `counted`: a promise that
  * settles once they are counted into their issues (see countPlaced). An event another batch stored
  * is that batch's to count, so duplicates count once. A batch with events stored before (a retry)
- * counts them now, unless that attempt finished counting, which it says by its claim.
+ * counts them now, unless that attempt finished counting, which it says by its claim. Before it
+ * answers, the batches left to count are noted in `pending_counts` (`noted`: the note of a lost
+ * count being redone, see recountOrphaned), so a count lost with this process is redone from it.
  */
 export async function placeErrorBatches(
   batches: RecordBatch<ErrorEventRecord>[],
