@@ -14,6 +14,7 @@ import { Redis } from 'ioredis';
 import { mongo } from 'mongoose';
 import pg from 'pg';
 import { ensureS3Bucket, type S3Location } from './clients/blob.js';
+import { FERRETDB_POOL_SIZE } from './clients/mongo.js';
 import type { Config, LocalStoreChoice } from './config.js';
 import { isLoopbackHost } from './links.js';
 
@@ -32,12 +33,6 @@ const FERRETDB_PORTS = { postgresql: 27018, sqlite: 27019, ownPostgresql: 27021 
 const OWN_POSTGRES_FIRST_PORT = 54320;
 /** The superuser initdb creates in our own cluster; it connects with trust auth, on loopback only. */
 const OWN_POSTGRES_ROLE = 'sluice';
-/**
- * FerretDB's PostgreSQL pool: each connection is a PostgreSQL backend of several MiB once it has read
- * FerretDB's tables. The service keeps a few batches and requests in flight at once (WORKER_CONCURRENCY
- * batches, each a handful of writes), so 16 leave room without 50-80 idle backends.
- */
-const FERRETDB_POOL_SIZE = 16;
 /**
  * Connections idle this long are closed at the pool's next check (every minute), so the pool shrinks back
  * after a burst: a service idle for a minute or two holds no PostgreSQL backends, each several MiB (about

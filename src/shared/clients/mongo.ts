@@ -12,12 +12,20 @@ import { ensureExpressionIndexes, vacuumTables, type CollectionFields, type Expr
 export const store = { ferretdb: false };
 
 /**
- * Concurrent commands one process sends FerretDB. Each holds up to two PostgreSQL connections, so
- * this is half the pool the local store gives FerretDB (16, see local-services). At 16, a bench run
- * with twice the usual parallel writes hung FerretDB for good (every PostgreSQL backend idle, no
- * command answered until it was restarted); at 8 the same run finished.
+ * The PostgreSQL pool the local store gives FerretDB (see local-services): each connection is a
+ * PostgreSQL backend of several MiB once it has read FerretDB's tables. The service keeps a few
+ * batches and requests in flight at once (WORKER_CONCURRENCY batches, each a handful of writes), so
+ * 16 leave room without 50-80 idle backends.
  */
-const FERRETDB_MAX_POOL_SIZE = 8;
+export const FERRETDB_POOL_SIZE = 16;
+
+/**
+ * Concurrent commands one process sends FerretDB. Each holds up to two PostgreSQL connections, so
+ * this is half the local store's pool. At the whole pool, a bench run with twice the usual parallel
+ * writes hung FerretDB for good (every PostgreSQL backend idle, no command answered until it was
+ * restarted); at half the same run finished.
+ */
+const FERRETDB_MAX_POOL_SIZE = FERRETDB_POOL_SIZE / 2;
 
 async function isFerretDB(url: string): Promise<boolean> {
   const client = new mongoose.mongo.MongoClient(url, { serverSelectionTimeoutMS: 10_000 });

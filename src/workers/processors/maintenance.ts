@@ -37,7 +37,7 @@ export function maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl, recou
         return { reopened: await reopenExpiredIgnores() };
       case 'recount-error-events': {
         const batches = await recountOrphaned(recountAfterMs);
-        if (batches > 0) logger.warn({ batches }, 'error events whose count was lost counted again');
+        if (batches > 0) logger.warn({ batches }, 'batches whose count was lost taken up again (their events counted where they were not)');
         return { batches };
       }
       default:
