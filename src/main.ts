@@ -47,7 +47,7 @@ async function main() {
     runs('ingest') ? import('./ingest/app.js') : undefined,
     runs('api') ? import('./api/app.js') : undefined,
   ]);
-  await connectMongo(urls.mongoUrl, logger);
+  await connectMongo(urls.mongoUrl, logger, config.ROLE);
   stops.push(['mongo', disconnectMongo]);
   await ensureIndexes(urls.ferretdbPostgresUrl);
   const fastRedis = createRedis(urls.redisUrl, 'fast', logger);

@@ -414,9 +414,10 @@ function ownPostgresSettings(port: number): string[] {
     listen_addresses: '127.0.0.1',
     // TCP only: the default socket directory (/var/run/postgresql) need not be writable by us
     unix_socket_directories: '',
-    // FerretDB's pool, the index module and psql, and room for the second FerretDB (pool of 24) and the
-    // PostgreSQL clients of the test suite; an unused slot costs a few KiB of shared memory, a used one a backend
-    max_connections: 64,
+    // FerretDB's pool (FERRETDB_POOL_SIZE), the index module and psql, and room for the second FerretDB
+    // (pool of 32) and the PostgreSQL clients of the test suite; an unused slot costs a few KiB of shared
+    // memory, a used one a backend
+    max_connections: 128,
     // FerretDB's reads are sequential scans, which use a small ring rather than the cache; the OS page
     // cache holds the rest (PostgreSQL's default is 128MB)
     shared_buffers: '32MB',

@@ -139,7 +139,7 @@ async function createPostgresDatabase(adminUrl: string): Promise<{ url: string; 
  * FerretDB 1.24, the binary jest's global setup built for the local store, on a PostgreSQL database of
  * its own (dropped at close), or on SQLite files in a temp dir when PostgreSQL does not answer.
  */
-export async function startOwnStore(): Promise<OwnStore> {
+export async function startOwnStore(poolSize = 32): Promise<OwnStore> {
   const config = loadConfig();
   // the local store's binary; a clone whose tests reused a FerretDB already running builds its own
   const binary = ferretdbBinary(resolve(config.DATA_DIR));
@@ -149,9 +149,10 @@ export async function startOwnStore(): Promise<OwnStore> {
   // whose role may create databases
   const adminUrl = process.env.TEST_FERRETDB_POSTGRES_URL;
   const postgres = adminUrl ? await createPostgresDatabase(adminUrl) : undefined;
-  // a small pool: the PostgreSQL server's connections are shared with the FerretDB the other test files use
+  // A pool above the chaos suite's five processes' commands (28, see FERRETDB_COMMANDS), below the local
+  // store's: the PostgreSQL server's connections are shared with the FerretDB the other test files use.
   const handler = postgres
-    ? ['--handler=postgresql', `--postgresql-url=${postgres.url}?pool_max_conns=24`]
+    ? ['--handler=postgresql', `--postgresql-url=${postgres.url}?pool_max_conns=${poolSize}`]
     : ['--handler=sqlite', `--sqlite-url=file:${dir}/`];
   const args = [...handler, `--listen-addr=127.0.0.1:${port}`, '--telemetry=disable', `--state-dir=${dir}`, '--debug-addr=-', '--log-level=warn'];
   const answers = () => mongoAnswers(port);

@@ -7,25 +7,29 @@ import { ensureExpressionIndexes, vacuumTables, type CollectionFields, type Expr
  * until its whole command ends, and needs a second one to write; its pool (`pool_max_conns`) is
  * finite, so a command of many update statements, or many commands at once, can take every
  * connection and wait for one more, forever. Against FerretDB this process therefore opens fewer
- * connections and sends updates one statement per command (see updateEach).
+ * connections (FERRETDB_COMMANDS) and sends updates one statement per command (see updateEach).
  */
 export const store = { ferretdb: false };
 
 /**
- * The PostgreSQL pool the local store gives FerretDB (see local-services): each connection is a
- * PostgreSQL backend of several MiB once it has read FerretDB's tables. The service keeps a few
- * batches and requests in flight at once (WORKER_CONCURRENCY batches, each a handful of writes), so
- * 16 leave room without 50-80 idle backends.
+ * Commands one process sends FerretDB at once, by its ROLE. A command may hold one of FerretDB's
+ * PostgreSQL connections while it waits for a second, so the commands of every process sharing one
+ * FerretDB must stay below its pool (`pool_max_conns`): once each connection is held by a command
+ * waiting for another, FerretDB answers nothing, not even a ping, until it is restarted. Seen with
+ * one process of 16 commands, and with three of 8, against a pool of 16; fifteen against it ran.
+ * The workers write in parallel (PARALLEL_WRITES per step, a flush and a count at once); api and
+ * ingest mostly read a document or two per request.
  */
-export const FERRETDB_POOL_SIZE = 16;
+export const FERRETDB_COMMANDS = { all: 8, workers: 8, api: 4, ingest: 4 } as const;
 
 /**
- * Concurrent commands one process sends FerretDB. Each holds up to two PostgreSQL connections, so
- * this is half the local store's pool. At the whole pool, a bench run with twice the usual parallel
- * writes hung FerretDB for good (every PostgreSQL backend idle, no command answered until it was
- * restarted); at half the same run finished.
+ * The PostgreSQL pool the local store gives FerretDB (see local-services), above the commands of
+ * every process that may share it (FERRETDB_COMMANDS): the split deployment's three send at most
+ * 16, the test suite's several-instances deployment of six 32, and a test file's own process 8
+ * more. FerretDB opens a connection only when a command needs one and closes it once idle, so the
+ * pool's size costs nothing at rest; under load one process of 8 commands uses at most 16.
  */
-const FERRETDB_MAX_POOL_SIZE = FERRETDB_POOL_SIZE / 2;
+export const FERRETDB_POOL_SIZE = 64;
 
 async function isFerretDB(url: string): Promise<boolean> {
   const client = new mongoose.mongo.MongoClient(url, { serverSelectionTimeoutMS: 10_000 });
@@ -37,13 +41,13 @@ async function isFerretDB(url: string): Promise<boolean> {
   }
 }
 
-/** One process-wide connection; feature models are registered on it and own their indexes. */
-export async function connectMongo(url: string, logger: Logger): Promise<typeof mongoose> {
+/** One process-wide connection, for a process of `role`; feature models are registered on it and own their indexes. */
+export async function connectMongo(url: string, logger: Logger, role: keyof typeof FERRETDB_COMMANDS = 'all'): Promise<typeof mongoose> {
   mongoose.set('strictQuery', true);
   // Indexes are built explicitly at start (ensureIndexes) so a process serves nothing before they exist.
   mongoose.set('autoIndex', false);
   store.ferretdb = await isFerretDB(url);
-  await mongoose.connect(url, { serverSelectionTimeoutMS: 10_000, ...(store.ferretdb && { maxPoolSize: FERRETDB_MAX_POOL_SIZE }) });
+  await mongoose.connect(url, { serverSelectionTimeoutMS: 10_000, ...(store.ferretdb && { maxPoolSize: FERRETDB_COMMANDS[role] }) });
   logger.info({ db: mongoose.connection.name, ferretdb: store.ferretdb }, 'connected to MongoDB');
   return mongoose;
 }
