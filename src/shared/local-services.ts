@@ -34,11 +34,16 @@ const OWN_POSTGRES_FIRST_PORT = 54320;
 /** The superuser initdb creates in our own cluster; it connects with trust auth, on loopback only. */
 const OWN_POSTGRES_ROLE = 'sluice';
 /**
- * Connections idle this long are closed at the pool's next check (every minute), so the pool shrinks back
- * after a burst: a service idle for a minute or two holds no PostgreSQL backends, each several MiB (about
- * 125 MiB PSS for 16 in `npm run bench`'s single part); the next request opens one in a few milliseconds.
+ * PostgreSQL ends a FerretDB connection idle this long (`idle_session_timeout`, PostgreSQL 14 and
+ * later), so the backends a burst opened go once it is over: each is 10-20 MiB PSS once it has served
+ * FerretDB's tables under load (16 held 305 MiB PSS 90 s after `npm run bench`'s single part ended its
+ * load). FerretDB's pool pings a connection idle for over a second before using it, so it drops one the
+ * server ended and opens another, in a few milliseconds. The pool's own limit cannot do this: FerretDB
+ * 1.24 turns any `pool_max_conn_idle_time` into a minute (left unset, it keeps idle connections 30
+ * minutes), and the pool checks once a minute.
  */
-const FERRETDB_POOL_IDLE_TIME = '15s';
+const FERRETDB_IDLE_SESSION_TIMEOUT = '15s';
+const FERRETDB_POOL_IDLE_TIME = '1m';
 /** The MongoDB database the service uses locally, and the PostgreSQL database FerretDB keeps it in. */
 export const LOCAL_DATABASE = 'sluice';
 const FERRETDB_MODULE = 'github.com/FerretDB/FerretDB';
@@ -111,7 +116,13 @@ async function ferretdbAnswers(port: number): Promise<boolean> {
   }
 }
 
-type PostgresCheck = { ok: true; url: string; poolSize: number } | { ok: false; reason: string };
+/** A PostgreSQL database FerretDB can use: its URL, the pool it may open, and whether the server has `idle_session_timeout` (14 and later). */
+interface UsablePostgres {
+  url: string;
+  poolSize: number;
+  endsIdleSessions: boolean;
+}
+type PostgresCheck = ({ ok: true } & UsablePostgres) | { ok: false; reason: string };
 
 /**
  * Connects to the PostgreSQL server at `adminUrl` and makes sure the service's own database exists.
@@ -123,6 +134,7 @@ async function preparePostgres(adminUrl: string): Promise<PostgresCheck> {
   const where = `PostgreSQL at ${server.host}`;
   const admin = new pg.Client({ connectionString: adminUrl, connectionTimeoutMillis: 2000 });
   let poolSize = 0;
+  let endsIdleSessions = false;
   admin.on('error', () => {});
   try {
     await admin.connect();
@@ -145,16 +157,19 @@ async function preparePostgres(adminUrl: string): Promise<PostgresCheck> {
     await admin.query(`ALTER DATABASE ${LOCAL_DATABASE} SET default_toast_compression = lz4`).catch((error: { code?: string }) => {
       if (error.code !== '22023') throw error;
     });
-    const { rows } = await admin.query<{ max_connections: string }>('SHOW max_connections');
+    const { rows } = await admin.query<{ max_connections: string; version: string }>(
+      "SELECT current_setting('max_connections') AS max_connections, current_setting('server_version_num') AS version",
+    );
     // leaving some of a small server's connections for psql and the index module
     poolSize = Math.min(FERRETDB_POOL_SIZE, Math.max(2, Number(rows[0]!.max_connections) - 10));
+    endsIdleSessions = Number(rows[0]!.version) >= 140000;
   } catch (error) {
     return { ok: false, reason: `${where} answers but cannot be used (${(error as Error).message}); set LOCAL_POSTGRES_URL to a role that may create databases` };
   } finally {
     await admin.end().catch(() => {});
   }
   server.pathname = `/${LOCAL_DATABASE}`;
-  return { ok: true, url: server.toString(), poolSize };
+  return { ok: true, url: server.toString(), poolSize, endsIdleSessions };
 }
 
 async function waitFor(check: () => Promise<boolean>, what: string, logFile: string, child: ChildProcess, seconds = 30) {
@@ -262,15 +277,17 @@ function buildFerretDB(dataDir: string): string {
 }
 
 /**
- * FerretDB's URL for its PostgreSQL: the pool's settings (its default size is 50, idle connections are
- * kept 30 min), and no TLS to a server on loopback unless the URL asks for it. Its driver tries TLS
- * first, and a server with `ssl = on` (Debian's default) then encrypts every statement both ways, a
- * few percent of the machine's CPU under load for nothing on a connection that never leaves it.
+ * FerretDB's URL for its PostgreSQL: the pool's settings (its default size is 50), the idle timeout
+ * its connections start their sessions with (a setting an older server would refuse), and no TLS to a
+ * server on loopback unless the URL asks for it. Its driver tries TLS first, and a server with
+ * `ssl = on` (Debian's default) then encrypts every statement both ways, a few percent of the
+ * machine's CPU under load for nothing on a connection that never leaves it.
  */
-function ferretdbPostgresUrl(url: string, poolSize: number): string {
+function ferretdbPostgresUrl({ url, poolSize, endsIdleSessions }: UsablePostgres): string {
   const parsed = new URL(url);
   parsed.searchParams.set('pool_max_conns', String(poolSize));
   parsed.searchParams.set('pool_max_conn_idle_time', FERRETDB_POOL_IDLE_TIME);
+  if (endsIdleSessions) parsed.searchParams.set('idle_session_timeout', FERRETDB_IDLE_SESSION_TIMEOUT);
   if (isLoopbackHost(parsed.hostname) && !parsed.searchParams.has('sslmode')) parsed.searchParams.set('sslmode', 'disable');
   return parsed.toString();
 }
@@ -283,7 +300,7 @@ export function ferretdbBinary(dataDir: string): string {
   return candidates.find(works) ?? buildFerretDB(dataDir);
 }
 
-async function startFerretDB(dataDir: string, backend: 'postgresql' | 'sqlite', port: number, postgres?: { url: string; poolSize: number }): Promise<string> {
+async function startFerretDB(dataDir: string, backend: 'postgresql' | 'sqlite', port: number, postgres?: UsablePostgres): Promise<string> {
   const url = `mongodb://127.0.0.1:${port}`;
   if (await ferretdbAnswers(port)) {
     say(`reusing FerretDB on ${backend} already listening on ${url}`);
@@ -294,7 +311,7 @@ async function startFerretDB(dataDir: string, backend: 'postgresql' | 'sqlite', 
   const logFile = join(dataDir, 'logs', `ferretdb-${backend}.log`);
   mkdirSync(dir, { recursive: true });
   const handler = postgres
-    ? ['--handler=postgresql', `--postgresql-url=${ferretdbPostgresUrl(postgres.url, postgres.poolSize)}`]
+    ? ['--handler=postgresql', `--postgresql-url=${ferretdbPostgresUrl(postgres)}`]
     : ['--handler=sqlite', `--sqlite-url=file:${resolve(dir)}/`];
   say(`starting FerretDB (${ferretdb}) on ${backend} at ${url} (log in ${logFile})`);
   const child = startDetached(
