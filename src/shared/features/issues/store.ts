@@ -226,8 +226,8 @@ async function createIssues<E extends PreparedEvent>(groups: [string, E[]][], ne
     }),
   );
   const inserted = new Set((await insertNew(Issue.collection, [...counts.values()].map(({ issue }) => issue))).map((issue) => issue._id.toHexString()));
-  for (const [issueId, { issue }] of counts) {
-    if (inserted.has(issueId)) know(issue._id, issue);
+  for (const [issueId, { issue, events }] of counts) {
+    if (inserted.has(issueId)) countedInto(issue, events);
     else counts.delete(issueId);
   }
   return counts;
@@ -253,7 +253,10 @@ async function countIntoIssue<E extends PreparedEvent>(
     for (let attempt = 1; ; attempt++) {
       const done = new Set(state?.countedBatches);
       const events = all.filter((e) => !done.has(e.batchId));
-      if (events.length === 0) return undefined;
+      if (events.length === 0) {
+        place(all, -1);
+        return undefined;
+      }
       const counted = [...(state ? await unfinished(state.countedBatches) : []), ...new Set(events.map((e) => e.batchId))];
       const before = state?.eventCount ?? 0;
       const lastPage = pageOf(before + events.length);
@@ -264,7 +267,7 @@ async function countIntoIssue<E extends PreparedEvent>(
           ? await Issue.findOneAndUpdate({ _id: id, eventCount: state.eventCount }, issueUpdate(events, newUsersOf(newUsers, events), counted, lastPage), { returnDocument: 'after' }).lean<IssueDoc>()
           : await Issue.findOneAndUpdate({ _id: id, countedBatches: { $exists: false } }, issueUpdate(events, newUsersOf(newUsers, events), counted, lastPage), { upsert: true, returnDocument: 'after' }).lean<IssueDoc>();
         if (issue) {
-          know(id, issue);
+          countedInto(issue, all);
           return { issue, created: !state, before, events };
         }
       } catch (error) {
@@ -342,12 +345,23 @@ const pageOf = (n: number) => Math.floor((n - 1) / EVENT_PAGE_SIZE);
  */
 const placedUncounted = new Map<string, number>();
 
-function place(events: PlacedEvent[], sign: 1 | -1): void {
+function place(events: { issueId: Types.ObjectId }[], sign: 1 | -1): void {
   for (const [issueId, ofIssue] of groupBy(events, (e) => e.issueId.toHexString())) {
     const left = (placedUncounted.get(issueId) ?? 0) + sign * ofIssue.length;
     if (left > 0) placedUncounted.set(issueId, left);
     else placedUncounted.delete(issueId);
   }
+}
+
+/**
+ * What a count left on an issue, and that `events` (all of it) no longer wait for a count, noted at
+ * once: a flush planning its pages in between would otherwise count those events twice (in the
+ * issue's count and as placed), skip a page, and leave its events past an empty page, where the
+ * issue's event list does not look, until their own count moved them back.
+ */
+function countedInto(issue: IssueDoc, events: { issueId: Types.ObjectId }[]): void {
+  know(issue._id, issue);
+  place(events, -1);
 }
 
 const byTime = (a: PreparedEvent, b: PreparedEvent) => a.at.getTime() - b.at.getTime();
@@ -564,8 +578,9 @@ async function countPlaced(placed: Placed[]): Promise<void> {
     try {
       // not there when read, and there when created: another process created it meanwhile
       counted ??= await countIntoIssue(ofIssue, newUsers, states.get(issueId) === null ? await readCountedState(ofIssue[0]!.issueId) : states.get(issueId)!);
-    } finally {
+    } catch (error) {
       place(ofIssue, -1);
+      throw error;
     }
     if (!counted) return;
     const { issue, created: isNew, before, events: countedEvents } = counted;
