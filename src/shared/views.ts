@@ -153,28 +153,47 @@ const MAX_MINUTES_AT_ONCE = 16;
 export const minutesDown = (first: number, last: number) => Array.from({ length: Math.max(0, last - first + 1) }, (_, i) => last - i);
 
 /**
+ * How a read of minutes goes from round to round; a caller reading a window in parts passes one to
+ * every part. `wanted` (how many more documents the page needs) lets a round after one that found
+ * some read as many minutes as the minutes read so far say the page still needs.
+ */
+export interface MinuteRounds {
+  /** How many minutes the next round reads. */
+  width: number;
+  wanted?: () => number;
+  /** Minutes read, and documents they held, so far. */
+  read?: number;
+  held?: number;
+}
+
+/**
  * Reads raw documents bucketed by minute, in the order of `minutes` (newest first): `read` gives
  * one minute's documents (newest first), `take` is handed them in order until `full()`. While
  * the minutes read hold nothing, the next round reads twice as many at once (up to 16), so a sparse
- * window takes few rounds and a busy one reads little beyond what the page needs.
+ * window takes few rounds and a busy one reads little beyond what the page needs. After a round
+ * that found some, the next reads one minute, or with `wanted` as many as the yield so far says
+ * the page still needs (up to 16), so a rare match in a busy window is not read a minute a round.
  */
 export async function newestMinutesFirst<T, U = number>(
   minutes: U[],
   read: (minute: U) => Promise<T[]>,
   take: (docs: T[]) => Promise<void> | void,
   full: () => boolean,
-  /** How many minutes the next round reads; a caller reading a window in parts passes one state to every part. */
-  state: { width: number } = { width: 1 },
+  rounds: MinuteRounds = { width: 1 },
 ): Promise<void> {
   for (let next = 0; next < minutes.length && !full(); ) {
     checkDeadline();
-    const round = minutes.slice(next, next + state.width);
+    const round = minutes.slice(next, next + rounds.width);
     const found = await Promise.all(round.map(read));
+    rounds.read = (rounds.read ?? 0) + round.length;
+    rounds.held = (rounds.held ?? 0) + found.reduce((sum, docs) => sum + docs.length, 0);
     for (const docs of found) {
       if (full()) return;
       await take(docs);
     }
-    state.width = found.every((docs) => docs.length === 0) ? Math.min(state.width * 2, MAX_MINUTES_AT_ONCE) : 1;
+    if (found.every((docs) => docs.length === 0)) rounds.width = Math.min(rounds.width * 2, MAX_MINUTES_AT_ONCE);
+    else if (rounds.wanted) rounds.width = Math.min(Math.max(1, Math.ceil((rounds.wanted() * rounds.read) / rounds.held)), MAX_MINUTES_AT_ONCE);
+    else rounds.width = 1;
     next += round.length;
   }
 }

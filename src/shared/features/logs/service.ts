@@ -8,7 +8,7 @@ import type { LogRecord, Stamped } from '../../telemetry/records.js';
 import { attributePairs, attributesObject, contentId, hasAttributes, insertNew, upsertAll } from '../../telemetry/storage.js';
 import { epochMinuteOf, HOUR_MS } from '../../telemetry/time-buckets.js';
 import { RollupBatch } from '../../telemetry/rollups.js';
-import { allInWindowByHour, hoursDown, inWindowByWholeHour, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
+import { allInWindowByHour, hoursDown, inWindowByWholeHour, type MinuteRounds, newestMinutesFirst, scopeFilter, type ViewScope } from '../../views.js';
 import { hoursWithRollups } from '../../telemetry/rolled-up-hours.js';
 import { placeLine, templateText, wordsOf, type Template } from './drain.js';
 import { Log, LogPattern, LogRollup, LogRollupHourly } from './model.js';
@@ -227,6 +227,7 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
   // page is not full yet: a page of a busy window reads the rollups of its last hours, not of the window.
   const rollupFilter = { ...scopeFilter(scope), ...(query.service !== undefined && { service: query.service }) };
   const hours = await hoursWithRollups(LogRollup.collection, scope.orgId, hoursDown(scope.from, to));
+  const rounds: MinuteRounds = { width: 1, wanted: () => query.limit + 1 - found.length };
   for (const hour of hours) {
     if (full()) break;
     const from = new Date(Math.max(scope.from.getTime(), hour * HOUR_MS));
@@ -244,6 +245,7 @@ export async function searchLogs(scope: ViewScope, query: SearchQuery): Promise<
         for (const doc of docs) found.push(doc);
       },
       full,
+      rounds,
     );
   }
   const page = found.slice(0, query.limit);
