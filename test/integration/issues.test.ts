@@ -2,6 +2,7 @@ import mongoose, { Types } from 'mongoose';
 import { type Harness, useHarness } from '../support/harness.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
+import { placeInAnotherWorker } from '../support/another-worker.js';
 import { eventually } from '../support/wait.js';
 
 let h: Harness;
@@ -478,4 +479,47 @@ describe('events listed before their issue counts them', () => {
     expect(new Set(seen).size).toBe(108);
     expect(seen).toHaveLength(108);
   });
+
+  test('a flush into 40 issues another worker counted reads their counts at once, lists each new event first on the page after theirs, then counts it once', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const { placeErrorBatches } = await import('../../src/shared/features/issues/store.js');
+    const { inTurn } = await import('../../src/shared/telemetry/storage.js');
+    const { Issue } = await import('../../src/shared/features/issues/model.js');
+    const types = Array.from({ length: 40 }, (_, n) => `ElsewhereError${n}`);
+    const earlier = Date.now() - 60_000;
+    // 101 events each (pages 0 and 1), counted by a worker process this one knows nothing of
+    const before = types.flatMap((type) => Array.from({ length: 101 }, (_, i) => workerItem(project, errorEvent({}, { type }), earlier + i)));
+    await placeInAnotherWorker([{ batchId: 'elsewhere-1', items: before }], { counted: true });
+    const issues = await Issue.find({ projectId: new Types.ObjectId(project.id) }, { errorType: 1, eventCount: 1, lastPage: 1 }).lean();
+    expect(new Set(issues.map((issue) => `${issue.eventCount}/${issue.lastPage}`))).toEqual(new Set(['101/1']));
+    expect(issues).toHaveLength(40);
+
+    // their counts held back, as slow counts in another process would hold them
+    const releases: (() => void)[] = [];
+    const turns = issues.map((issue) => {
+      let taken!: () => void;
+      const turnTaken = new Promise<void>((resolve) => (taken = resolve));
+      const turn = inTurn(Issue.collection.collectionName, issue._id, () => {
+        taken();
+        return new Promise<void>((resolve) => releases.push(resolve));
+      });
+      return { turn, turnTaken };
+    });
+    await Promise.all(turns.map(({ turnTaken }) => turnTaken));
+    const next = new Map(types.map((type) => [type, workerItem(project, errorEvent({}, { type }))]));
+    let counted: Promise<void> | undefined;
+    try {
+      ({ counted } = await placeErrorBatches([{ batchId: 'elsewhere-2', items: [...next.values()] }]));
+      for (const issue of issues) {
+        const newest = await owner.client.get(`/v1/issues/${issue._id.toHexString()}/events?limit=1`);
+        expect(newest.body.data.map((event: { event_id: string }) => event.event_id)).toEqual([next.get(issue.errorType!)!.record.eventId]);
+      }
+    } finally {
+      for (const release of releases) release();
+      await Promise.all(turns.map(({ turn }) => turn));
+    }
+    await counted;
+    const after = await Issue.find({ projectId: new Types.ObjectId(project.id) }, { eventCount: 1, lastPage: 1 }).lean();
+    expect(new Set(after.map((issue) => `${issue.eventCount}/${issue.lastPage}`))).toEqual(new Set(['102/1']));
+  }, 60_000);
 });

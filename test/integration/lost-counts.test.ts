@@ -3,12 +3,11 @@
  * after; a note in the store lists the batches until the count is done. A worker that dies between
  * the two leaves the note, and the recount sweep counts those events from it, once.
  */
-import { spawn } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
-import mongoose from 'mongoose';
-import type { ErrorEventRecord, RecordBatch, Stamped } from '../../src/shared/telemetry/records.js';
+import type { ErrorEventRecord, Stamped } from '../../src/shared/telemetry/records.js';
 import { createProject, signUp, type Account } from '../support/factories/accounts.js';
 import { hex } from '../support/factories/telemetry.js';
+import { placeInAnotherWorker } from '../support/another-worker.js';
 import { type Harness, useHarness, useScheduledJob } from '../support/harness.js';
 import { eventually } from '../support/wait.js';
 
@@ -26,15 +25,6 @@ beforeAll(async () => {
 const recount = useScheduledJob(() => h, 'recount-error-events');
 const sweep = () => recount.run() as Promise<{ batches: number }>;
 
-/** Stores `batches` in a process of their own that exits before counting them (see test/support/place-and-exit.ts). */
-async function placeAndExit(batches: RecordBatch<ErrorEventRecord>[]): Promise<void> {
-  const url = process.env.TEST_MONGO_URL!.replace(/\/[^/]*$/, `/${mongoose.connection.name}`);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'test/support/place-and-exit.ts'], { env: { ...process.env, MONGO_URL: url }, stdio: ['pipe', 'inherit', 'inherit'] });
-  child.stdin.end(JSON.stringify(batches));
-  const code = await new Promise((resolve) => child.on('exit', resolve));
-  expect(code).toBe(0);
-}
-
 test('error events stored by a worker that died before counting them are counted once by the recount sweep', async () => {
   const project = await createProject(owner);
   const stamp = (record: ErrorEventRecord): Stamped<ErrorEventRecord> => ({ orgId: owner.organization.id, projectId: project.id, record });
@@ -49,7 +39,7 @@ test('error events stored by a worker that died before counting them are counted
     batchId: `lost-${hex(8)}/errors/${name}`,
     items: ['ada', 'grace', 'ada'].map((user) => stamp({ eventId: hex(16), timeMs: Date.now(), event: event(user) })),
   }));
-  await placeAndExit(batches);
+  await placeInAnotherWorker(batches);
   const issuesOfProject = async () => (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data as { id: string; count: number; user_count: number }[];
   // stored, and its count gone with the worker: no issue says so yet
   expect(await issuesOfProject()).toEqual([]);
