@@ -480,18 +480,20 @@ describe('events listed before their issue counts them', () => {
     expect(seen).toHaveLength(108);
   });
 
-  test('a flush into 40 issues another worker counted reads their counts at once, lists each new event first on the page after theirs, then counts it once', async () => {
+  test('a flush into 40 issues another worker counted reads their counts at once, lists each new event first on the page its count gives it, then counts it once', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
     const { placeErrorBatches } = await import('../../src/shared/features/issues/store.js');
     const { inTurn } = await import('../../src/shared/telemetry/storage.js');
-    const { Issue } = await import('../../src/shared/features/issues/model.js');
+    const { ErrorEvent, Issue } = await import('../../src/shared/features/issues/model.js');
     const types = Array.from({ length: 40 }, (_, n) => `ElsewhereError${n}`);
-    const earlier = Date.now() - 60_000;
-    // 101 events each (pages 0 and 1), counted by a worker process this one knows nothing of
-    const before = types.flatMap((type) => Array.from({ length: 101 }, (_, i) => workerItem(project, errorEvent({}, { type }), earlier + i)));
+    const projectId = new Types.ObjectId(project.id);
+    // counted by a worker process this one knows nothing of
+    const before = types.map((type) => workerItem(project, errorEvent({}, { type }), Date.now() - 60_000));
     await placeInAnotherWorker([{ batchId: 'elsewhere-1', items: before }], { counted: true });
-    const issues = await Issue.find({ projectId: new Types.ObjectId(project.id) }, { errorType: 1, eventCount: 1, lastPage: 1 }).lean();
-    expect(new Set(issues.map((issue) => `${issue.eventCount}/${issue.lastPage}`))).toEqual(new Set(['101/1']));
+    // as if each issue held 150 events, its newest (the one stored) on page 1
+    await Issue.updateMany({ projectId }, { $set: { eventCount: 150, lastPage: 1 } });
+    await ErrorEvent.updateMany({ projectId }, { $set: { page: 1 } });
+    const issues = await Issue.find({ projectId }, { errorType: 1 }).lean();
     expect(issues).toHaveLength(40);
 
     // their counts held back, as slow counts in another process would hold them
@@ -519,7 +521,7 @@ describe('events listed before their issue counts them', () => {
       await Promise.all(turns.map(({ turn }) => turn));
     }
     await counted;
-    const after = await Issue.find({ projectId: new Types.ObjectId(project.id) }, { eventCount: 1, lastPage: 1 }).lean();
-    expect(new Set(after.map((issue) => `${issue.eventCount}/${issue.lastPage}`))).toEqual(new Set(['102/1']));
+    const after = await Issue.find({ projectId }, { eventCount: 1, lastPage: 1 }).lean();
+    expect(new Set(after.map((issue) => `${issue.eventCount}/${issue.lastPage}`))).toEqual(new Set(['151/1']));
   }, 60_000);
 });
