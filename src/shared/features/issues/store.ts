@@ -153,10 +153,19 @@ function forget(id: Types.ObjectId): void {
  */
 const READ_TOGETHER_FROM = 32;
 
-/** What this process knows of an issue's state (null: not there yet), or undefined when it must read it. */
-function knownState(id: Types.ObjectId): CountedState | null | undefined {
-  const known = knownIssues.get(id.toHexString());
-  return known && Date.now() - known.at < KNOWN_FOR_MS ? known.state : undefined;
+/**
+ * What this process knows of these issues' states (null: not there yet), keyed by issue id, and the
+ * issues it must read; taken in one step, beside the events placed after each (see countedInto).
+ */
+function knownStates<T extends { issueId: Types.ObjectId }>(issues: T[]): { states: Map<string, CountedState | null>; unknown: T[] } {
+  const states = new Map<string, CountedState | null>();
+  const unknown: T[] = [];
+  for (const issue of issues) {
+    const known = knownIssues.get(issue.issueId.toHexString());
+    if (known && Date.now() - known.at < KNOWN_FOR_MS) states.set(issue.issueId.toHexString(), known.state);
+    else unknown.push(issue);
+  }
+  return { states, unknown };
 }
 
 /**
@@ -411,19 +420,15 @@ const byTime = (a: PreparedEvent, b: PreparedEvent) => a.at.getTime() - b.at.get
  */
 async function plannedPages(events: PreparedEvent[]): Promise<Map<string, number>> {
   const pages = new Map<string, number>();
-  // an issue's state and the events placed after it are taken in one step (see countedInto)
-  const plan = (ofIssue: PreparedEvent[], state: CountedState | null | undefined) => {
-    const before = (state?.eventCount ?? 0) + (placedUncounted.get(ofIssue[0]!.issueId.toHexString()) ?? 0);
-    [...ofIssue].sort(byTime).forEach((e, index) => pages.set(e._id.toHexString(), pageOf(before + index + 1)));
+  const groups = groupBy(events, (e) => e.issueId.toHexString());
+  // an issue's state and the events placed after it are read together, without a turn of the event loop between
+  const plan = (issueId: string, state: CountedState | null | undefined) => {
+    const before = (state?.eventCount ?? 0) + (placedUncounted.get(issueId) ?? 0);
+    [...groups.get(issueId)!].sort(byTime).forEach((e, index) => pages.set(e._id.toHexString(), pageOf(before + index + 1)));
   };
-  const unknown: PreparedEvent[][] = [];
-  for (const ofIssue of groupBy(events, (e) => e.issueId.toHexString()).values()) {
-    const state = knownState(ofIssue[0]!.issueId);
-    if (state === undefined) unknown.push(ofIssue);
-    else plan(ofIssue, state);
-  }
-  const read = await readCountedStates(unknown.map((ofIssue) => ofIssue[0]!));
-  for (const ofIssue of unknown) plan(ofIssue, read.get(ofIssue[0]!.issueId.toHexString()));
+  const { states, unknown } = knownStates([...groups.values()].map((ofIssue) => ofIssue[0]!));
+  for (const [issueId, state] of states) plan(issueId, state);
+  for (const [issueId, state] of await readCountedStates(unknown)) plan(issueId, state);
   return pages;
 }
 
@@ -610,12 +615,8 @@ async function countPlaced(placed: Placed[]): Promise<void> {
   const newUsers: NewUsers = new Map();
   for (const flush of placed) for (const [key, count] of flush.newUsers) newUsers.set(key, (newUsers.get(key) ?? 0) + count);
   const groups = [...groupBy(events, (e) => e.issueId.toHexString())];
-  const states = new Map<string, CountedState | null>();
-  for (const [issueId, ofIssue] of groups) {
-    const state = knownState(ofIssue[0]!.issueId);
-    if (state !== undefined) states.set(issueId, state);
-  }
-  for (const [issueId, state] of await readCountedStates(groups.filter(([issueId]) => !states.has(issueId)).map(([, ofIssue]) => ofIssue[0]!))) states.set(issueId, state);
+  const { states, unknown } = knownStates(groups.map(([, ofIssue]) => ofIssue[0]!));
+  for (const [issueId, state] of await readCountedStates(unknown)) states.set(issueId, state);
   // a failure here fails the count, and countLater forgets these issues' placed events
   const created = await createIssues(
     groups.filter(([issueId]) => states.get(issueId) === null),
