@@ -27,6 +27,21 @@ function workerItem(project: ProjectWithDsn, event: Record<string, unknown>, tim
 /** `count` new events of one exception type, as the workers take them. */
 const workerItems = (project: ProjectWithDsn, count: number, type: string) => Array.from({ length: count }, () => workerItem(project, errorEvent({}, { type })));
 
+/** Takes an issue's write turn and keeps it, as a slow count in another process would, until `release`. */
+async function holdTurn(issueId: Types.ObjectId): Promise<{ release: () => void; done: Promise<void> }> {
+  const { inTurn } = await import('../../src/shared/telemetry/storage.js');
+  const { Issue } = await import('../../src/shared/features/issues/model.js');
+  let release!: () => void;
+  let taken!: () => void;
+  const turnTaken = new Promise<void>((resolve) => (taken = resolve));
+  const done = inTurn(Issue.collection.collectionName, issueId, () => {
+    taken();
+    return new Promise<void>((resolve) => (release = resolve));
+  });
+  await turnTaken;
+  return { release, done };
+}
+
 async function issuesOnceCounted(account: Account, project: ProjectWithDsn, total: number) {
   return eventually(async () => {
     const reply = await account.client.get(`/v1/issues?project=${project.id}`);
@@ -439,22 +454,13 @@ describe('events listed before their issue counts them', () => {
   test('while a count waits on its issue, the events placed meanwhile are already listed, on the issue’s next page; then it counts them all once', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
     const { placeErrorBatches, storeErrorBatches } = await import('../../src/shared/features/issues/store.js');
-    const { inTurn } = await import('../../src/shared/telemetry/storage.js');
     const { Issue } = await import('../../src/shared/features/issues/model.js');
     const items = (count: number) => workerItems(project, count, 'PagedError');
     await storeErrorBatches([{ batchId: 'paged-1', items: items(100) }]);
     const issue = (await Issue.findOne({ projectId: new Types.ObjectId(project.id), errorType: 'PagedError' }).lean())!;
     expect({ count: issue.eventCount, lastPage: issue.lastPage }).toEqual({ count: 100, lastPage: 0 });
 
-    // the issue's write turn held, as a slow count in another process would hold it
-    let release!: () => void;
-    let taken!: () => void;
-    const turnTaken = new Promise<void>((resolve) => (taken = resolve));
-    const turn = inTurn(Issue.collection.collectionName, issue._id, () => {
-      taken();
-      return new Promise<void>((resolve) => (release = resolve));
-    });
-    await turnTaken;
+    const held = await holdTurn(issue._id);
     const second = items(5);
     const third = items(3);
     const placed = [await placeErrorBatches([{ batchId: 'paged-2', items: second }]), await placeErrorBatches([{ batchId: 'paged-3', items: third }])];
@@ -464,8 +470,8 @@ describe('events listed before their issue counts them', () => {
     expect(newest.body.data.slice(0, 8).map((event: { event_id: string }) => event.event_id).sort()).toEqual([...second, ...third].map((item) => item.record.eventId).sort());
     expect((await owner.client.get(`/v1/issues/${issue._id.toHexString()}`)).body.count).toBe(100);
 
-    release();
-    await turn;
+    held.release();
+    await held.done;
     await Promise.all(placed.map(({ counted }) => counted));
     const after = (await Issue.findById(issue._id).lean())!;
     expect({ count: after.eventCount, lastPage: after.lastPage }).toEqual({ count: 108, lastPage: 1 });
@@ -480,10 +486,54 @@ describe('events listed before their issue counts them', () => {
     expect(seen).toHaveLength(108);
   });
 
+  test('with its count held back, a busy issue lists its newest events from six pages past the counted one, and pages through every event once', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const { placeErrorBatches, storeErrorBatches } = await import('../../src/shared/features/issues/store.js');
+    const { Issue } = await import('../../src/shared/features/issues/model.js');
+    const start = Date.now() - 3_600_000;
+    // one event a second from an hour ago, so the newest first order is the order they were sent in, reversed
+    const timed = (from: number, count: number) =>
+      Array.from({ length: count }, (_, n) => workerItem(project, errorEvent({ timestamp: (start + (from + n) * 1000) / 1000 }, { type: 'BusyPagesError' }), start + (from + n) * 1000));
+    const first = timed(0, 100);
+    await storeErrorBatches([{ batchId: 'busy-1', items: first }]);
+    const issue = (await Issue.findOne({ projectId: new Types.ObjectId(project.id), errorType: 'BusyPagesError' }).lean())!;
+    const held = await holdTurn(issue._id);
+    // 560 more placed on pages 1 to 6 while the count of each waits
+    const later = [timed(100, 250), timed(350, 250), timed(600, 60)];
+    const placed = [];
+    for (const [n, items] of later.entries()) placed.push(await placeErrorBatches([{ batchId: `busy-${n + 2}`, items }]));
+    const newestFirst = [...first, ...later.flat()].map((item) => item.record.eventId).reverse();
+
+    const listPages = async (limit: number) => {
+      const seen: string[] = [];
+      for (let cursor: string | null = null, first = true; first || cursor; first = false) {
+        const reply: { status: number; body: { data: { event_id: string }[]; next_cursor: string | null } } = await owner.client.get(
+          `/v1/issues/${issue._id.toHexString()}/events?limit=${limit}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+        );
+        expect(reply.status).toBe(200);
+        seen.push(...reply.body.data.map((event) => event.event_id));
+        cursor = reply.body.next_cursor;
+      }
+      return seen;
+    };
+    try {
+      const newest = await owner.client.get(`/v1/issues/${issue._id.toHexString()}/events?limit=150`);
+      expect(newest.body.data.map((event: { event_id: string }) => event.event_id)).toEqual(newestFirst.slice(0, 150));
+      expect(await listPages(100)).toEqual(newestFirst);
+      expect((await owner.client.get(`/v1/issues/${issue._id.toHexString()}`)).body.latest_event.event_id).toBe(newestFirst[0]);
+    } finally {
+      held.release();
+      await held.done;
+    }
+    await Promise.all(placed.map(({ counted }) => counted));
+    const after = (await Issue.findById(issue._id).lean())!;
+    expect({ count: after.eventCount, lastPage: after.lastPage }).toEqual({ count: 660, lastPage: 6 });
+    expect(await listPages(70)).toEqual(newestFirst);
+  }, 60_000);
+
   test('a flush into 40 issues another worker counted reads their counts at once, lists each new event first on the page its count gives it, then counts it once', async () => {
     const project = await projectWithDsn(owner, h.ingest.baseUrl);
     const { placeErrorBatches } = await import('../../src/shared/features/issues/store.js');
-    const { inTurn } = await import('../../src/shared/telemetry/storage.js');
     const { ErrorEvent, Issue } = await import('../../src/shared/features/issues/model.js');
     const types = Array.from({ length: 40 }, (_, n) => `ElsewhereError${n}`);
     const projectId = new Types.ObjectId(project.id);
@@ -497,17 +547,7 @@ describe('events listed before their issue counts them', () => {
     expect(issues).toHaveLength(40);
 
     // their counts held back, as slow counts in another process would hold them
-    const releases: (() => void)[] = [];
-    const turns = issues.map((issue) => {
-      let taken!: () => void;
-      const turnTaken = new Promise<void>((resolve) => (taken = resolve));
-      const turn = inTurn(Issue.collection.collectionName, issue._id, () => {
-        taken();
-        return new Promise<void>((resolve) => releases.push(resolve));
-      });
-      return { turn, turnTaken };
-    });
-    await Promise.all(turns.map(({ turnTaken }) => turnTaken));
+    const held = await Promise.all(issues.map((issue) => holdTurn(issue._id)));
     const next = new Map(types.map((type) => [type, workerItem(project, errorEvent({}, { type }))]));
     let counted: Promise<void> | undefined;
     try {
@@ -517,8 +557,8 @@ describe('events listed before their issue counts them', () => {
         expect(newest.body.data.map((event: { event_id: string }) => event.event_id)).toEqual([next.get(issue.errorType!)!.record.eventId]);
       }
     } finally {
-      for (const release of releases) release();
-      await Promise.all(turns.map(({ turn }) => turn));
+      for (const { release } of held) release();
+      await Promise.all(held.map(({ done }) => done));
     }
     await counted;
     const after = await Issue.find({ projectId }, { eventCount: 1, lastPage: 1 }).lean();

@@ -8,7 +8,7 @@ import { oneAtATime } from '../../telemetry/storage.js';
 import { scopeFilter, type ViewScope } from '../../views.js';
 import type { Symbolicator } from '../artifacts/symbolicate.js';
 import { crashingFrames, exceptionsOf, type SentryEventLike } from './grouping.js';
-import { ErrorEvent, HOUR_MS, hourKey, Issue, type ErrorEventDoc, type IssueDoc } from './model.js';
+import { ErrorEvent, EVENT_PAGE_SIZE, HOUR_MS, hourKey, Issue, type ErrorEventDoc, type IssueDoc } from './model.js';
 import { issueSorts, type eventJson, type issueJson, type listIssuesQuery, type updateIssueBody } from './schemas.js';
 import { obj, str } from './values.js';
 
@@ -189,11 +189,22 @@ async function findIssue(orgId: Types.ObjectId, issueId: string): Promise<IssueD
 /** After this many empty pages in a row, the older ones are gone (retention removes the oldest first). */
 const MAX_EMPTY_PAGES = 20;
 
-/** The issue's newest page: the one its count reached, or a later one holding events stored and not counted yet. */
+/** Pages past the issue's counted one looked for at once, after the first: a busy issue's events wait for their count a few pages ahead. */
+const PAGES_PROBED_TOGETHER = 4;
+
+/**
+ * The issue's newest page: the one its count reached, or a later one holding events stored and not
+ * counted yet. The page after the counted one is looked for alone (at a quiet issue it is not
+ * there); past it, several pages at a time, so a read does not wait a round trip per page.
+ */
 async function newestPage(issue: IssueDoc): Promise<number> {
-  let page = issue.lastPage;
-  while (await ErrorEvent.exists({ issueId: issue._id, page: page + 1 })) page++;
-  return page;
+  const exists = (page: number) => ErrorEvent.exists({ issueId: issue._id, page });
+  if (!(await exists(issue.lastPage + 1))) return issue.lastPage;
+  for (let from = issue.lastPage + 2; ; from += PAGES_PROBED_TOGETHER) {
+    const found = await Promise.all(Array.from({ length: PAGES_PROBED_TOGETHER }, (_, k) => exists(from + k)));
+    const missing = found.findIndex((there) => !there);
+    if (missing !== -1) return from + missing - 1;
+  }
 }
 
 /**
@@ -201,22 +212,32 @@ async function newestPage(issue: IssueDoc): Promise<number> {
  * and within a page by the events' own time. The cursor names the page and the last event returned.
  */
 async function occurrences(issue: IssueDoc, limit: number, cursor?: string): Promise<{ events: ErrorEventDoc[]; nextCursor: string | null }> {
-  let page = await newestPage(issue);
+  let page: number;
   let after: { time: Date; id: Types.ObjectId } | undefined;
   if (cursor) {
     const [cursorPage, time, id] = decodeCursor(cursor, 3);
     if (!Number.isInteger(cursorPage) || !(time instanceof Date)) throw new AppError('invalid_request', 'cursor is not one this API issued');
-    page = Math.min(page, cursorPage as number);
+    // the cursor's page is at or before the newest one: the pages after it are not read
+    page = cursorPage as number;
     after = { time, id: cursorId(id) };
-  }
+  } else page = await newestPage(issue);
   const newestFirst = (a: ErrorEventDoc, b: ErrorEventDoc) => b.timestamp.getTime() - a.timestamp.getTime() || b._id.toHexString().localeCompare(a._id.toHexString());
   const isAfter = (doc: ErrorEventDoc) => !after || doc.timestamp < after.time || (doc.timestamp.getTime() === after.time.getTime() && doc._id.toHexString() < after.id.toHexString());
   const found: (ErrorEventDoc & { page: number })[] = [];
-  for (let empty = 0; page >= 0 && found.length <= limit && empty < MAX_EMPTY_PAGES; page--) {
-    const docs = (await ErrorEvent.find({ issueId: issue._id, page }).lean<ErrorEventDoc[]>()).sort(newestFirst).filter(isAfter);
-    empty = docs.length === 0 ? empty + 1 : 0;
-    for (const doc of docs) found.push({ ...doc, page });
-    after = undefined;
+  // the first page is taken as half full, the rest as full: a round reads as many pages at once as that says the answer needs
+  let pages = Math.ceil((limit + 1) / EVENT_PAGE_SIZE + 0.5);
+  for (let empty = 0; page >= 0 && found.length <= limit && empty < MAX_EMPTY_PAGES; ) {
+    const round = Array.from({ length: Math.min(pages, page + 1) }, (_, k) => page - k);
+    const read = await Promise.all(round.map((n) => ErrorEvent.find({ issueId: issue._id, page: n }).lean<ErrorEventDoc[]>()));
+    for (const [k, docs] of read.entries()) {
+      if (found.length > limit || empty >= MAX_EMPTY_PAGES) break;
+      const listed = docs.sort(newestFirst).filter(isAfter);
+      empty = listed.length === 0 ? empty + 1 : 0;
+      for (const doc of listed) found.push({ ...doc, page: round[k]! });
+      after = undefined;
+    }
+    page -= round.length;
+    pages = Math.ceil((limit + 1 - found.length) / EVENT_PAGE_SIZE);
   }
   const events = found.slice(0, limit);
   const last = events.at(-1);
