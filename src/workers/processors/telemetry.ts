@@ -77,11 +77,16 @@ function partsOf(job: Job): JobParts {
   });
 }
 
+/** Counts a flush's records into their projects' daily usage, kind by kind (see countUsage: once per batch). */
+async function countFlushUsage(batches: Map<RecordKind, RecordBatch<RecordOf<RecordKind>>[]>): Promise<void> {
+  for (const [kind, ofKind] of batches) if (kind !== 'outcomes') await countUsage(kind, ofKind);
+}
+
 /**
  * Stores the parts of several jobs as one flush: each kind's batches go to its handler together, so
  * an issue, an end user or a rollup document touched by many jobs is written once. Error events go
  * first: they are what a person waits to see. Answers once everything is stored, with what settles
- * when the flush's spans are counted too. Error events are counted apart from their jobs: once
+ * when the flush's spans and its usage are counted too, which the next flush need not wait for. Error events are counted apart from their jobs: once
  * stored, with a note of their batches that outlives this process until the count is done.
  */
 function storeFlush(byKind: Handlers) {
@@ -105,8 +110,11 @@ function storeFlush(byKind: Handlers) {
         // settled through `counted` below, or by the jobs' retry if a later kind fails first
         left.counted.catch(() => undefined);
       }
-      if (kind !== 'outcomes') await countUsage(kind, ofKind);
     }
+    // counted while the next flush is stored: the jobs complete once it is
+    const usage = countFlushUsage(batches);
+    later.push(usage);
+    usage.catch(() => undefined);
     return { counted: Promise.all(later).then(() => undefined) };
   };
 }
@@ -129,7 +137,7 @@ interface Waiting {
  * replay's or a trace's records are applied in the order they arrived. At a low rate a flush is
  * one job and is stored at once; under load flushes grow with the backlog, and the writes per
  * event fall. The next flush starts as soon as one is stored; a job completes once its flush's
- * spans are counted as well (see placeSpans), and its error events noted for their count (see
+ * spans and usage are counted as well (see placeSpans), and its error events noted for their count (see
  * placeErrorBatches), which frees its place for the next job while issues are counted. A flush that
  * fails fails each of its jobs, and BullMQ retries them, each in a flush of its own.
  */
