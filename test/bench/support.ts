@@ -19,6 +19,7 @@ import { createApiKey, signUp } from '../support/factories/accounts.js';
 import { envelope, errorEvent, hex, nanos, projectWithDsn } from '../support/factories/telemetry.js';
 import { DASHBOARD_ORIGIN, type Harness } from '../support/harness.js';
 import { Client } from '../support/http.js';
+import { deleteKeys } from '../support/redis-keys.js';
 
 export const percentile = (values: number[], p: number) => {
   if (values.length === 0) return NaN;
@@ -158,16 +159,6 @@ export async function startService(store: Store, roles: Role[], env: Record<stri
     await sleep(250);
   }
   return { processes, api, ingestUrl, prefix, queue, redis, stop };
-}
-
-/** Deletes the keys matching `pattern`, a SCAN page at a time. */
-async function deleteKeys(redis: Redis, pattern: string): Promise<void> {
-  let cursor = '0';
-  do {
-    const [next, keys] = await redis.scan(cursor, 'MATCH', pattern, 'COUNT', 1000);
-    if (keys.length > 0) await redis.del(...keys);
-    cursor = next;
-  } while (cursor !== '0');
 }
 
 export interface Target {

@@ -12,6 +12,7 @@ import { listen, type RunningServer } from '../../src/shared/http/server.js';
 import { createLogger, type Logger } from '../../src/shared/logger.js';
 import { startWorkers } from '../../src/workers/main.js';
 import { Client } from './http.js';
+import { deleteKeys } from './redis-keys.js';
 
 export const DASHBOARD_ORIGIN = 'http://dashboard.test';
 
@@ -59,7 +60,8 @@ export interface Harness {
 /**
  * Starts the API and ingest apps on port 0 against the real MongoDB-compatible server and Redis, and
  * with `workers` the BullMQ workers too. `env` overrides configuration, e.g. a low rate limit or an
- * unreachable REDIS_URL. Each harness has its own Redis prefix, so its queues are its own.
+ * unreachable REDIS_URL. Each harness has its own Redis prefix, so its queues are its own, and deletes
+ * its keys when closed; a prefix given in `env` may be shared with another harness, and is left alone.
  */
 export async function startHarness(env: Record<string, string> = {}, options: { workers?: boolean } = {}): Promise<Harness> {
   const config = loadConfig({
@@ -94,6 +96,8 @@ export async function startHarness(env: Record<string, string> = {}, options: { 
       await ingestApp.close();
       await stopWorkers?.();
       if (queueRedis) await closeRedis(queueRedis);
+      // the queues, limits and turns under a prefix this harness made up (on a Redis that answers), so that test runs leave nothing in a shared Redis
+      if (!env.REDIS_PREFIX && redis.status === 'ready') await deleteKeys(redis, `${config.REDIS_PREFIX}:*`);
       await closeRedis(redis);
     },
   };
