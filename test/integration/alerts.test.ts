@@ -10,6 +10,7 @@ import { dropTestDatabase, startHarness, type Harness } from '../support/harness
 import { addMember, createProject, signUp, uniqueEmail, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, eventId, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { confirmAddresses as confirmEach, isConfirmation, startMailCatcher, type MailCatcher, type ReceivedMail } from '../support/smtp.js';
+import { deletePrefix } from '../support/redis-keys.js';
 import { eventually } from '../support/wait.js';
 
 type AlertJson = z.infer<typeof alertJson>;
@@ -69,6 +70,8 @@ beforeAll(async () => {
 afterAll(async () => {
   await plain?.close();
   await live?.close();
+  // the two worker harnesses' shared prefix, which neither clears for the other
+  await deletePrefix(process.env.TEST_REDIS_URL!, sharedPrefix);
   await receiver?.close();
   await catcher?.close();
   await dropTestDatabase();

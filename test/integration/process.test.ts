@@ -10,7 +10,7 @@ import { startService } from '../support/service-process.js';
 test('all roles start, answer /readyz, and stop cleanly on SIGTERM', async () => {
   const database = `slk_test_process_${randomBytes(4).toString('hex')}`;
   const mongoUrl = `${process.env.TEST_MONGO_URL!.replace(/\/[^/]*$/, '')}/${database}`;
-  const { child, lines, portOf, waitForLine } = startService({ MONGO_URL: mongoUrl });
+  const { child, lines, portOf, waitForLine, stop } = startService({ MONGO_URL: mongoUrl });
   try {
     const apiPort = await portOf('api listening');
     const ingestPort = await portOf('ingest listening');
@@ -24,6 +24,7 @@ test('all roles start, answer /readyz, and stop cleanly on SIGTERM', async () =>
     await expect(fetch(`http://127.0.0.1:${apiPort}/healthz`)).rejects.toThrow();
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
+    await stop();
     const client = await mongo.MongoClient.connect(mongoUrl);
     await client.db(database).dropDatabase();
     await client.close();
@@ -42,8 +43,7 @@ test('a Redis that may evict keys is warned about loudly at start; noeviction is
       await service.portOf('api listening');
       return service.lines.filter((line) => line.level === 40 && /maxmemory-policy/.test(String(line.msg)));
     } finally {
-      service.child.kill('SIGTERM');
-      await once(service.child, 'exit');
+      await service.stop();
     }
   };
   try {
@@ -78,14 +78,13 @@ async function issueIndexes(database: string): Promise<{ planned: number; missin
   }
 }
 
-async function readyThenStop({ child, portOf }: ReturnType<typeof startService>, check: () => Promise<void>) {
+async function readyThenStop({ portOf, stop }: ReturnType<typeof startService>, check: () => Promise<void>) {
   try {
     const apiPort = await portOf('api listening');
     expect((await fetch(`http://127.0.0.1:${apiPort}/readyz`)).status).toBe(200);
     await check();
   } finally {
-    child.kill('SIGTERM');
-    if (child.exitCode === null) await once(child, 'exit');
+    await stop();
   }
 }
 

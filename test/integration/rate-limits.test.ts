@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { dropTestDatabase, type Harness, startHarness } from '../support/harness.js';
 import { createApiKey, PASSWORD, register, signUp, uniqueEmail } from '../support/factories/accounts.js';
+import { deletePrefix } from '../support/redis-keys.js';
 
 const harnesses: Harness[] = [];
 async function harness(env: Record<string, string>) {
@@ -8,8 +9,11 @@ async function harness(env: Record<string, string>) {
   harnesses.push(h);
   return h;
 }
+/** Prefixes given to two harnesses at once, which neither clears for the other. */
+const sharedPrefixes: string[] = [];
 afterAll(async () => {
   for (const h of harnesses) await h.close();
+  for (const prefix of sharedPrefixes) await deletePrefix(process.env.TEST_REDIS_URL!, prefix);
   await dropTestDatabase();
 });
 
@@ -47,6 +51,7 @@ describe('rate limits', () => {
 
   test('API requests are limited per credential, and the counters are shared by every instance through Redis', async () => {
     const prefix = `slk_test_${randomBytes(6).toString('hex')}`;
+    sharedPrefixes.push(prefix);
     const first = await harness({ RATE_LIMIT_API: '6', REDIS_PREFIX: prefix });
     const second = await harness({ RATE_LIMIT_API: '6', REDIS_PREFIX: prefix });
     const owner = await signUp(first);

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mongo } from 'mongoose';
 import { DASHBOARD_ORIGIN } from './harness.js';
 import { Client } from './http.js';
+import { deletePrefix } from './redis-keys.js';
 import { startService, type ServiceProcess } from './service-process.js';
 
 export type Role = 'api' | 'ingest' | 'workers';
@@ -21,7 +22,7 @@ export interface Install {
   ingest: Client[];
   /** The install's database, for arranging what only the passing of time would bring. */
   db: mongo.Db;
-  /** Stops every process (SIGTERM, as an orchestrator does), drops the database. */
+  /** Stops every process (SIGTERM, as an orchestrator does), drops the database and the Redis prefix. */
   stop(): Promise<void>;
 }
 
@@ -37,6 +38,7 @@ export async function startInstall(roles: Role[], env: Record<string, string> = 
   const client = await mongo.MongoClient.connect(mongoUrl);
   const stop = async () => {
     await Promise.all(processes.map((service) => service.stop()));
+    if (!('REDIS_URL' in env) && process.env.TEST_REDIS_URL) await deletePrefix(process.env.TEST_REDIS_URL, shared.REDIS_PREFIX);
     await client.db(database).dropDatabase();
     await client.close();
   };
