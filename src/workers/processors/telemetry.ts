@@ -86,8 +86,9 @@ async function countFlushUsage(batches: Map<RecordKind, RecordBatch<RecordOf<Rec
  * Stores the parts of several jobs as one flush: each kind's batches go to its handler together, so
  * an issue, an end user or a rollup document touched by many jobs is written once. Error events go
  * first: they are what a person waits to see. Answers once everything is stored, with what settles
- * when the flush's spans and its usage are counted too, which the next flush need not wait for. Error events are counted apart from their jobs: once
- * stored, with a note of their batches that outlives this process until the count is done.
+ * when the flush's spans and its usage are counted too, which the next flush need not wait for.
+ * Error events are counted apart from their jobs: once stored, with a note of their batches that
+ * outlives this process until the count is done.
  */
 function storeFlush(byKind: Handlers) {
   return async (jobs: JobParts[]): Promise<Later> => {
@@ -137,8 +138,8 @@ interface Waiting {
  * replay's or a trace's records are applied in the order they arrived. At a low rate a flush is
  * one job and is stored at once; under load flushes grow with the backlog, and the writes per
  * event fall. The next flush starts as soon as one is stored; a job completes once its flush's
- * spans and usage are counted as well (see placeSpans), and its error events noted for their count (see
- * placeErrorBatches), which frees its place for the next job while issues are counted. A flush that
+ * spans and usage are counted as well (see placeSpans), and its error events noted for their count
+ * (see placeErrorBatches), which frees its place for the next job while issues are counted. A flush that
  * fails fails each of its jobs, and BullMQ retries them, each in a flush of its own.
  */
 class Flusher {
