@@ -179,6 +179,21 @@ describe('GET /v1/metrics/series over rollups', () => {
     ]);
   });
 
+  test('a minute the window ends in is read from its rollup when all its points fall before the end, and from its points when some fall after', async () => {
+    const edge = await projectWithDsn(owner, h.ingest.baseUrl);
+    const gauge = (name: string, seconds: number, value: number): MetricPointRecord => ({ name, type: 'gauge', timeMs: t0 + seconds * 1000, value, attributes: {}, service: 'api', source: 'otlp' });
+    // a window that ends 40 s into minute 0, as one that ends now cuts the current minute
+    await ingestMetricPoints([gauge('edge.before', 10, 1), gauge('edge.before', 20, 2), gauge('edge.across', 10, 4), gauge('edge.across', 50, 8)].map((record) => ({ orgId: owner.organization.id, projectId: edge.id, record })));
+    const sum = async (name: string) =>
+      (await owner.client.get(`/v1/metrics/series?project=${edge.id}&from=${t0}&to=${t0 + 40_000}&name=${name}&step=60&aggregation=sum`)).body.points.map((point: { t: string; value: number }) => [new Date(point.t).getTime() - t0, point.value]);
+    expect(await sum('edge.before')).toEqual([[0, 3]]);
+    expect(await sum('edge.across')).toEqual([[0, 4]]);
+    // with its points gone, the minute whose points all came before the end still answers from its rollup
+    await MetricPoint.deleteMany({ projectId: new Types.ObjectId(edge.id) });
+    expect(await sum('edge.before')).toEqual([[0, 3]]);
+    expect(await sum('edge.across')).toEqual([]);
+  });
+
   test('a batch stored twice (a retried job) counts its points once', async () => {
     const other = await projectWithDsn(owner, h.ingest.baseUrl);
     const point = (timeMs: number, value: number): MetricPointRecord => ({ name: 'jobs.done', type: 'sum', temporality: 'delta', isMonotonic: true, timeMs, value, attributes: { queue: 'mail' }, service: 'worker', source: 'otlp' });

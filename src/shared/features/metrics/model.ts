@@ -111,6 +111,12 @@ const metricRollupSchema = rollupSchema({
   min: { type: Number, default: null },
   max: { type: Number, default: null },
   buckets: { type: Schema.Types.Mixed, default: undefined },
+  /**
+   * Its earliest and latest point's time (epoch ms): a minute a step's start or the window's edge falls
+   * inside is still read from the rollup when every point lies on one side (null: written before these were kept).
+   */
+  earliestMs: { type: Number, default: null },
+  latestMs: { type: Number, default: null },
 });
 // a metric's rollups in a window, of an organisation (and filtered to its projects), an hour at a time.
 metricRollupSchema.index({ orgId: 1, name: 1, hour: 1 });

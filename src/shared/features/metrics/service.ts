@@ -208,7 +208,8 @@ function rollupCounts(points: PointDoc[]): RollupBatch {
   for (const point of points) {
     const { counts, min, max } = rollupTotals(point);
     const key = { name: point.name, type: point.type, service: point.service, attributes: point.attributes, explicitBounds: layoutOf(point) };
-    batch.add({ orgId: point.orgId, projectId: point.projectId, atMs: point.time.getTime() }, key, counts, { min, max });
+    const atMs = point.time.getTime();
+    batch.add({ orgId: point.orgId, projectId: point.projectId, atMs }, key, counts, { min: { ...min, earliestMs: atMs }, max: { ...max, latestMs: atMs } });
   }
   return batch;
 }
@@ -382,6 +383,8 @@ type StoredPoint = PointDoc & { _id: Types.ObjectId };
 
 interface StoredRollup {
   at: Date;
+  earliestMs?: number | null;
+  latestMs?: number | null;
   type: string;
   attributes: AttributePair[];
   explicitBounds: number[] | null;
@@ -390,7 +393,7 @@ interface StoredRollup {
 }
 
 /** What the series reads of a rollup. */
-const ROLLUP_FIELDS = { _id: 0, at: 1, type: 1, attributes: 1, explicitBounds: 1, points: 1, values: 1, valueSum: 1, valueMin: 1, valueMax: 1, count: 1, sum: 1, min: 1, max: 1, buckets: 1 };
+const ROLLUP_FIELDS = { _id: 0, at: 1, earliestMs: 1, latestMs: 1, type: 1, attributes: 1, explicitBounds: 1, points: 1, values: 1, valueSum: 1, valueMin: 1, valueMax: 1, count: 1, sum: 1, min: 1, max: 1, buckets: 1 };
 const ROLLUP_TOTALS = ['points', 'values', 'valueSum', 'valueMin', 'valueMax', 'count', 'sum', 'min', 'max'];
 
 /** A rollup's counters by their `$inc` paths, as rollupTotals gives a point's. */
@@ -440,7 +443,7 @@ async function pointsOfMinutes(filter: Record<string, unknown>, minutes: number[
  * Points of a named metric, every series matching the filters combined, one per step. Read from the
  * per-minute rollups an hour at a time (by equality on the name and the hour), so its cost follows the
  * window's minutes and series, not its points. A minute that a step's start or the window's edge cuts is
- * read from its points; so is an hour that many such minutes fall in, and every hour up to the one in
+ * read from its points, unless all of them fall on one side of the cut; so is an hour that many such minutes fall in, and every hour up to the one in
  * which the organisation's rollups began (its points were stored before). Cumulative counters were
  * stored as deltas, so `sum` is the increase over a step and `rate` that increase per second.
  */
@@ -474,8 +477,10 @@ export async function metricSeries(scope: ViewScope, query: z.output<typeof metr
   for (const rollup of rollups) {
     if (!hasAttributes(rollup.attributes, query.attribute)) continue;
     const atMs = rollup.at.getTime();
-    const whole = atMs >= from && atMs + MINUTE_MS <= to && stepOf(atMs) === stepOf(atMs + MINUTE_MS - 1);
-    if (whole) add(atMs, { atMs, type: rollup.type, explicitBounds: rollup.explicitBounds ?? null }, totalsOfRollup(rollup));
+    // the span of its points, where the rollup keeps it (a window ending now cuts the minute it ends in, before any point)
+    const [earliest, latest] = [rollup.earliestMs ?? atMs, rollup.latestMs ?? atMs + MINUTE_MS - 1];
+    const whole = earliest >= from && latest < to && stepOf(earliest) === stepOf(latest);
+    if (whole) add(earliest, { atMs, type: rollup.type, explicitBounds: rollup.explicitBounds ?? null }, totalsOfRollup(rollup));
     else cutMinutes.add(atMs);
   }
   for (const point of points) if (hasAttributes(point.attributes, query.attribute)) addPoint(point);
