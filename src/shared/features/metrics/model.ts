@@ -33,7 +33,7 @@ const metricPointSchema = new Schema({
   attributes: attributePairsField,
   /** Hours since the epoch: a series is read an hour at a time, by equality. */
   hour: { type: Number, required: true },
-  /** Minutes since the epoch: a minute that the series' steps split is read from its points (absent before the rollups). */
+  /** Minutes since the epoch: a minute that the series' steps split across its points is read from them (absent before the rollups). */
   minute: { type: Number },
   source: { type: String, required: true },
 });
@@ -113,7 +113,8 @@ const metricRollupSchema = rollupSchema({
   buckets: { type: Schema.Types.Mixed, default: undefined },
   /**
    * Its earliest and latest point's time (epoch ms): a minute a step's start or the window's edge falls
-   * inside is still read from the rollup when every point lies on one side (null: written before these were kept).
+   * inside is still read from the rollup when every point lies on one side. Null in rollups written before
+   * these were kept; a minute rolled up on both sides of that upgrade holds only the later points' times.
    */
   earliestMs: { type: Number, default: null },
   latestMs: { type: Number, default: null },

@@ -443,9 +443,10 @@ async function pointsOfMinutes(filter: Record<string, unknown>, minutes: number[
  * Points of a named metric, every series matching the filters combined, one per step. Read from the
  * per-minute rollups an hour at a time (by equality on the name and the hour), so its cost follows the
  * window's minutes and series, not its points. A minute that a step's start or the window's edge cuts is
- * read from its points, unless all of them fall on one side of the cut; so is an hour that many such minutes fall in, and every hour up to the one in
- * which the organisation's rollups began (its points were stored before). Cumulative counters were
- * stored as deltas, so `sum` is the increase over a step and `rate` that increase per second.
+ * read from its points unless they all fall on one side of the cut; so is an hour that many such minutes
+ * fall in, and every hour up to the one in which the organisation's rollups began (its points were stored
+ * before). Cumulative counters were stored as deltas, so `sum` is the increase over a step and `rate`
+ * that increase per second.
  */
 export async function metricSeries(scope: ViewScope, query: z.output<typeof metricSeriesQuery>): Promise<z.infer<typeof metricSeriesJson>> {
   const stepMs = stepMsOf(scope, query.step);
