@@ -32,7 +32,8 @@
  *   200 until its issue's events list it (target ≤ 2 s).
  * - reads: fills a project to each size of BENCH_SIZES (the store bench's mix plus metric points) and
  *   times the issue list, trace list, services, service map, log search and metric series
- *   (BENCH_READ_REPEATS calls each): growth from the first size to the last (target < 2×).
+ *   (BENCH_READ_REPEATS calls each): growth from the first size to the last (target < 2×); then, at each
+ *   size, the workers' hourly retention cleanup as they run it (nothing has expired yet), timed once.
  * - single: after the parts above, with their service stopped: the service as `npm start` runs it (one
  *   process, no ROLE, the dashboard on) on a fresh database and Redis prefix of its own: its end-to-end
  *   error-event rate (as e2e), freshness at a steady BENCH_SINGLE_RATE events/s for BENCH_OPEN_SECONDS
@@ -61,9 +62,11 @@ import { join, resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import type { Queue } from 'bullmq';
 import mongoose from 'mongoose';
+import { createBlobStore } from '../../src/shared/clients/blob.js';
 import { loadConfig } from '../../src/shared/config.js';
 import { ferretdbBinary } from '../../src/shared/local-services.js';
 import { ErrorEvent } from '../../src/shared/features/issues/model.js';
+import { cleanup } from '../../src/shared/features/maintenance/service.js';
 import { Span } from '../../src/shared/features/traces/model.js';
 import { startCeilingServer, type CeilingServer } from './ceiling-server.js';
 import { freshnessOf, watchIssue, type Freshness } from './freshness.js';
@@ -184,7 +187,7 @@ interface Results {
   halfRate?: OpenLoop;
   freshness?: OpenLoop;
   burst?: Burst;
-  reads: { size: number; reads: Record<string, Latency> }[];
+  reads: { size: number; reads: Record<string, Latency>; cleanupMs: number }[];
   /** `npm start`'s one process. */
   single?: { ownPostgres: boolean; endToEnd: Throughput; steady: OpenLoop; memory: Memory };
   problems: string[];
@@ -466,15 +469,20 @@ async function measureSingle(generator: LoadGenerator, results: Results) {
   }
 }
 
-async function measureReads(service: Service, results: Results) {
+async function measureReads(service: Service, store: Store, results: Results) {
   const filler = new Filler(await setUp(service), service.ingestUrl, MIX);
+  const blobs = createBlobStore(loadConfig());
   let stored = 0;
   for (const size of SIZES) {
     await fill(filler, service.queue, size - stored, FILL_CONCURRENCY);
     stored = size;
     const reads = await timeReads(service, filler, READS, READ_REPEATS);
-    results.reads.push({ size, reads });
-    console.log(`reads at ${size}: ${Object.entries(reads).map(([name, t]) => `${name} ${t.p50.toFixed(0)}/${t.p95.toFixed(0)} ms`).join(', ')}`);
+    // as the workers' maintenance job runs it, on the same store
+    const started = performance.now();
+    await cleanup(blobs, new Date(), store.ferretdbPostgresUrl);
+    const cleanupMs = performance.now() - started;
+    results.reads.push({ size, reads, cleanupMs });
+    console.log(`reads at ${size}: ${Object.entries(reads).map(([name, t]) => `${name} ${t.p50.toFixed(0)}/${t.p95.toFixed(0)} ms`).join(', ')}; retention cleanup ${cleanupMs.toFixed(0)} ms`);
   }
 }
 
@@ -544,6 +552,7 @@ function table(results: Results): string {
     const growth = Math.max(b.p50 / a.p50, b.p95 / a.p95);
     rows.push([`read ${name}`, results.reads.map((r) => `${r.size}: ${fixed(r.reads[name]!.p50)} / ${fixed(r.reads[name]!.p95)} ms`).join('; '), 'p50 / p95', `×${fixed(b.p50 / a.p50, 2)} / ×${fixed(b.p95 / a.p95, 2)} (< 2: ${verdict(growth < 2)})`]);
   }
+  if (first && last) rows.push(['retention cleanup, nothing expired', results.reads.map((r) => `${r.size}: ${fixed(r.cleanupMs)} ms`).join('; '), 'once an hour and at each start', `×${fixed(last.cleanupMs / first.cleanupMs, 2)} (no target)`]);
   if (results.memory) rows.push(memoryRow(`idle memory after ${results.memory.settleSeconds} s (api, ingest, workers), RSS (PSS) MiB`, results.memory, 600));
   if (results.single) {
     const { endToEnd, steady, memory, ownPostgres } = results.single;
@@ -580,7 +589,7 @@ async function measureSplit(generator: LoadGenerator, results: Results) {
     if (PARTS.has('latency')) await measureLatency(service, generator, results);
     if (PARTS.has('freshness')) await measureFreshness(service, generator, results);
     if (PARTS.has('burst')) await measureBurst(service, generator, results);
-    if (PARTS.has('reads')) await measureReads(service, results);
+    if (PARTS.has('reads')) await measureReads(service, store, results);
   } finally {
     await ceiling?.stop();
     await service?.stop();

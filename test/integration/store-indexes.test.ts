@@ -9,7 +9,7 @@ import mongoose from 'mongoose';
 import pg from 'pg';
 import { createBlobStore } from '../../src/shared/clients/blob.js';
 import { ensureExpressionIndexes, ferretdbTables, plannedIndexes } from '../../src/shared/clients/ferretdb-indexes.js';
-import { ensureIndexes, indexedFields, store } from '../../src/shared/clients/mongo.js';
+import { ensureIndexes, indexedFields, openStoreExpiry, store } from '../../src/shared/clients/mongo.js';
 import { ErrorEvent } from '../../src/shared/features/issues/model.js';
 import { Log } from '../../src/shared/features/logs/model.js';
 import { Span } from '../../src/shared/features/traces/model.js';
@@ -216,6 +216,57 @@ onPostgres('GIN expression indexes on FerretDB’s PostgreSQL backend', () => {
     expect(after.planned.filter((index) => !after.existing.has(index.name))).toEqual([]);
     // a second run finds nothing to do
     expect(await runStoreIndexJob()).toEqual({ created: 0 });
+  });
+});
+
+onPostgres('retention’s deletes made in FerretDB’s PostgreSQL tables', () => {
+  test('remove exactly the documents the driver’s deleteMany({orgId, time: {$lt: cutoff}}) would, and nothing FerretDB then reads differently', async () => {
+    const cutoff = new Date(Date.UTC(2026, 10, 1, 12));
+    const otherOrg = new Types.ObjectId();
+    const times: unknown[] = [
+      new Date(cutoff.getTime() - 30 * 86_400_000),
+      new Date(cutoff.getTime() - 1),
+      cutoff,
+      new Date(cutoff.getTime() + 1),
+      null,
+      undefined,
+      cutoff.getTime() - 1000, // a number, not a date: MongoDB's $lt with a date never matches it
+      'yesterday',
+    ];
+    // one document per time for this organisation, another organisation, an orgId kept as a string, and none
+    const owners: unknown[] = [orgId, otherOrg, orgId.toHexString(), undefined];
+    const docs = owners.flatMap((owner, o) =>
+      times.map((time, t) => ({ _id: `doc-${o}-${t}`, ...(owner !== undefined && { orgId: owner }), ...(time !== undefined && { at: time }), label: `owner ${o}, time ${t}` })),
+    );
+    const collection = mongoose.connection.db!.collection<{ _id: string; label: string }>('expiry_probe');
+    const labels = async () => (await collection.find({}).toArray()).map((doc) => doc.label).sort();
+    const expectedGone = async (filter: Record<string, unknown>) => (await collection.find(filter).toArray()).map((doc) => doc.label);
+
+    await collection.insertMany(docs.map((doc) => ({ ...doc })));
+    const gone = await expectedGone({ orgId, at: { $lt: cutoff } });
+    expect(gone.sort()).toEqual(['owner 0, time 0', 'owner 0, time 1']);
+    const goneWithoutOrg = await expectedGone({ at: { $lt: cutoff } });
+    expect(goneWithoutOrg).toHaveLength(owners.length * 2);
+
+    const expiry = await openStoreExpiry(postgresUrl);
+    try {
+      const all = await labels();
+      expect(await expiry.deleteOlder('expiry_probe', 'at', cutoff, orgId.toHexString())).toBe(2);
+      expect(await labels()).toEqual(all.filter((label) => !gone.includes(label)));
+      expect(await expiry.deleteOlder('expiry_probe', 'at', cutoff, orgId.toHexString())).toBe(0);
+
+      expect(await expiry.deleteOlder('expiry_probe', 'at', cutoff)).toBe(goneWithoutOrg.length - 2);
+      expect(await labels()).toEqual(all.filter((label) => !goneWithoutOrg.includes(label)));
+      // FerretDB reads what is left as before: by _id, by equality, by range
+      expect(await collection.findOne({ _id: 'doc-0-2' })).toMatchObject({ orgId, at: cutoff });
+      expect(await collection.countDocuments({ orgId })).toBe(times.length - 2);
+      expect(await collection.countDocuments({ at: { $gte: cutoff } })).toBe(owners.length * 2);
+
+      expect(await expiry.deleteOlder('no_such_collection', 'at', cutoff, orgId.toHexString())).toBe(0);
+    } finally {
+      await expiry.close();
+      await collection.drop();
+    }
   });
 });
 

@@ -449,8 +449,14 @@ describe('session replay', () => {
   });
 });
 
+// the workers delete by age in FerretDB's PostgreSQL tables when the store is that (FERRETDB_POSTGRES_URL), through the driver otherwise
+const deletesByAge: [string, string | undefined][] = [
+  ['through the driver', undefined],
+  ...(process.env.TEST_FERRETDB_POSTGRES_URL ? [["in FerretDB's PostgreSQL tables", process.env.TEST_FERRETDB_POSTGRES_URL] as [string, string]] : []),
+];
+
 describe('retention cleanup', () => {
-  test("removes each organisation's telemetry older than its retention, blobs included, and nothing newer", async () => {
+  test.each(deletesByAge)("removes each organisation's telemetry older than its retention, blobs included, and nothing newer (deletes by age %s)", async (_, ferretdbPostgresUrl) => {
     const shortLived = await signUp(h, 'short');
     expect((await shortLived.client.patch('/v1/settings', { retention_days: 7 })).status).toBe(200);
     const kept = await projectOf(); // 30 days, the default
@@ -474,7 +480,7 @@ describe('retention cleanup', () => {
     const middleBlobOfBrief = (await ReplaySegment.findOne({ projectId: brief.objectId, time: new Date(ages.middle) }).lean())!.blobKey;
     const middleBlobOfKept = (await ReplaySegment.findOne({ projectId: kept.objectId, time: new Date(ages.middle) }).lean())!.blobKey;
 
-    const removed = await cleanup(blobs, new Date(NOW));
+    const removed = await cleanup(blobs, new Date(NOW), ferretdbPostgresUrl);
     expect(removed).toMatchObject({ errorEvents: 3, issues: 3, spans: 3, traces: 3, logs: 3, metricPoints: 3, cronPings: 3, releaseHealth: 3, replays: 3, replaySegments: 3 });
 
     const pinged = new Set((await CronPing.find({}, { checkId: 1 }).lean()).map((p) => p.checkId.toHexString()));

@@ -11,6 +11,9 @@
  * It runs only against FerretDB's own PostgreSQL database (the local services say when the store is
  * that); a real MongoDB never sees it. Every statement is idempotent, so it runs at each start and
  * again on a schedule, which covers a collection FerretDB created (or recreated) since.
+ *
+ * Retention's deletes by age are made here too (`openTableExpiry`): FerretDB pushes no range down,
+ * so its own `deleteMany({orgId, time: {$lt}})` decodes every document of the organisation.
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
@@ -72,10 +75,15 @@ async function maintain(client: pg.ClientBase, sql: string): Promise<boolean> {
   }
 }
 
-async function withClient<T>(postgresUrl: string, use: (client: pg.ClientBase) => Promise<T>): Promise<T> {
+async function connect(postgresUrl: string): Promise<pg.Client> {
   const client = new pg.Client({ connectionString: postgresUrl });
   client.on('error', () => {});
   await client.connect();
+  return client;
+}
+
+async function withClient<T>(postgresUrl: string, use: (client: pg.ClientBase) => Promise<T>): Promise<T> {
+  const client = await connect(postgresUrl);
   try {
     return await use(client);
   } finally {
@@ -135,4 +143,44 @@ export function vacuumTables(postgresUrl: string, database: string): Promise<str
     for (const { relname } of rows) if (await maintain(client, `VACUUM (ANALYZE) ${quoteIdent(database)}.${quoteIdent(relname)}`)) vacuumed.push(relname);
     return vacuumed;
   });
+}
+
+/**
+ * Retention's deletes made in PostgreSQL, on one connection for a cleanup run. FerretDB (its `sjson`
+ * format) keeps a date as its milliseconds since the epoch and each field's type in the document's
+ * schema, `$s`; the deletes match exactly the documents MongoDB's `{orgId, [field]: {$lt: cutoff}}`
+ * does (a date before the cutoff; null, a missing field or another type never; no time field
+ * retention reads is an array, whose dates MongoDB would compare one by one), and narrow by
+ * `orgId` as FerretDB's pushed-down equality does, which its GIN index serves. At 200,000 spans
+ * none of which had expired, FerretDB's `deleteMany` took 28.5 s and this 0.57 s.
+ */
+export interface TableExpiry {
+  /** Deletes the collection's documents whose `field` is a date before `cutoff` (of one organisation, by its id's hex, when given) and answers how many went. */
+  deleteOlder(collection: string, field: string, cutoff: Date, orgId?: string): Promise<number>;
+  close(): Promise<void>;
+}
+
+/** The field holds a value of FerretDB's type `type` (a document's field types are in its schema, `$s`). */
+const holds = (field: string, type: string) => `_jsonb->'$s'->'p'->${quoteLiteral(field)}->>'t' = ${quoteLiteral(type)}`;
+
+export async function openTableExpiry(postgresUrl: string, database: string): Promise<TableExpiry> {
+  const client = await connect(postgresUrl);
+  try {
+    const tables = await ferretdbTables(client, database);
+    return {
+      async deleteOlder(collection, field, cutoff, orgId) {
+        const table = tables.get(collection);
+        if (!table) return 0;
+        // the CASE keeps the cast from ever meeting a value that is not a date's number
+        const older = `CASE WHEN ${holds(field, 'date')} THEN (_jsonb->${quoteLiteral(field)})::numeric < $1 ELSE false END`;
+        const ofOrg = orgId ? `_jsonb->'orgId' @> $2::jsonb AND ${holds('orgId', 'objectId')} AND ` : '';
+        const { rowCount } = await client.query(`DELETE FROM ${quoteIdent(database)}.${quoteIdent(table)} WHERE ${ofOrg}${older}`, orgId ? [cutoff.getTime(), JSON.stringify(orgId)] : [cutoff.getTime()]);
+        return rowCount ?? 0;
+      },
+      close: () => client.end().catch(() => {}),
+    };
+  } catch (error) {
+    await client.end().catch(() => {});
+    throw error;
+  }
 }

@@ -1,6 +1,6 @@
 import mongoose from 'mongoose';
 import type { Logger } from '../logger.js';
-import { ensureExpressionIndexes, vacuumTables, type CollectionFields, type ExpressionIndex } from './ferretdb-indexes.js';
+import { ensureExpressionIndexes, openTableExpiry, vacuumTables, type CollectionFields, type ExpressionIndex, type TableExpiry } from './ferretdb-indexes.js';
 
 /**
  * What the connected server is. FerretDB 1.24 on PostgreSQL keeps a statement's PostgreSQL connection
@@ -70,6 +70,11 @@ export function indexedFields(): CollectionFields[] {
 /** On FerretDB's PostgreSQL backend, the GIN indexes that let it use an index at all (see ferretdb-indexes). */
 export function ensureStoreIndexes(ferretdbPostgresUrl: string): Promise<ExpressionIndex[]> {
   return ensureExpressionIndexes(ferretdbPostgresUrl, mongoose.connection.name, indexedFields());
+}
+
+/** On FerretDB's PostgreSQL backend, retention's deletes by age made in PostgreSQL (see ferretdb-indexes). */
+export function openStoreExpiry(ferretdbPostgresUrl: string): Promise<TableExpiry> {
+  return openTableExpiry(ferretdbPostgresUrl, mongoose.connection.name);
 }
 
 /** On FerretDB's PostgreSQL backend, vacuums and analyses the tables that need it (see ferretdb-indexes). */

@@ -12,7 +12,7 @@ export function maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl, recou
   return async (job: Job) => {
     switch (job.name) {
       case 'cleanup': {
-        const removed = await cleanup(blobs);
+        const removed = await cleanup(blobs, new Date(), ferretdbPostgresUrl);
         logger.info({ removed }, 'cleanup done');
         return removed;
       }
