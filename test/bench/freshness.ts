@@ -20,6 +20,8 @@ const MAX_PAGES = 20;
  */
 export class EventWatcher {
   readonly listedAt = new Map<string, number>();
+  /** How long each read of a page took, from the request until its answer was parsed. */
+  readonly readMs: number[] = [];
   private stopped = false;
   private loop?: Promise<void>;
   private failure?: Error;
@@ -52,9 +54,11 @@ export class EventWatcher {
   private async poll(): Promise<void> {
     let cursor: string | null = null;
     for (let page = 0; page < MAX_PAGES; page++) {
+      const sent = Date.now();
       const reply = await this.api.get(`/v1/issues/${this.issueId}/events?limit=${PAGE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
       if (reply.status !== 200) throw new Error(`the events of issue ${this.issueId}: ${reply.status} ${reply.text.slice(0, 200)}`);
       const now = Date.now();
+      this.readMs.push(now - sent);
       let unseen = 0;
       for (const { event_id: eventId } of reply.body.data as { event_id: string }[]) {
         if (this.listedAt.has(eventId)) continue;
@@ -101,6 +105,8 @@ export interface Freshness {
   p50: number;
   p99: number;
   max: number;
+  /** The poller's reads of a page over the run: an event stored during a read is listed by the next one at the earliest. */
+  read: { count: number; p50: number; p99: number };
 }
 
 export function freshnessOf(answers: { eventId: string; answeredAt: number }[], watcher: EventWatcher): Freshness {
@@ -108,5 +114,6 @@ export function freshnessOf(answers: { eventId: string; answeredAt: number }[], 
     const listedAt = watcher.listedAt.get(eventId);
     return listedAt === undefined ? [] : [Math.max(0, listedAt - answeredAt)];
   });
-  return { watched: answers.length, listed: delays.length, p50: percentile(delays, 50), p99: percentile(delays, 99), max: delays.length > 0 ? Math.max(...delays) : NaN };
+  const read = { count: watcher.readMs.length, p50: percentile(watcher.readMs, 50), p99: percentile(watcher.readMs, 99) };
+  return { watched: answers.length, listed: delays.length, p50: percentile(delays, 50), p99: percentile(delays, 99), max: delays.length > 0 ? Math.max(...delays) : NaN, read };
 }
