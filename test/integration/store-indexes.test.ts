@@ -268,6 +268,29 @@ onPostgres('retention’s deletes made in FerretDB’s PostgreSQL tables', () =>
       await collection.drop();
     }
   });
+  test('find a page of the expired documents with a field of each, and delete them by _id', async () => {
+    const cutoff = new Date(Date.UTC(2026, 10, 1, 12));
+    const collection = mongoose.connection.db!.collection<{ _id: Types.ObjectId; orgId: Types.ObjectId; at: Date; blobKey?: string }>('expiry_pages');
+    const docs = [-3, -2, -1, 1].map((hours) => ({ _id: new Types.ObjectId(), orgId, at: new Date(cutoff.getTime() + hours * 3_600_000), blobKey: `blob ${hours}` }));
+    await collection.insertMany([...docs, { _id: new Types.ObjectId(), orgId: new Types.ObjectId(), at: new Date(0), blobKey: 'another organisation' }]);
+    const expiry = await openStoreExpiry(postgresUrl);
+    try {
+      const first = await expiry.findOlder('expiry_pages', 'at', cutoff, orgId.toHexString(), 2, 'blobKey');
+      expect(first).toHaveLength(2);
+      const old = new Map(docs.slice(0, 3).map((doc) => [doc._id.toHexString(), doc.blobKey]));
+      for (const row of first) expect(row.value).toBe(old.get(row.id));
+
+      expect(await expiry.deleteIds('expiry_pages', [...first.map((row) => row.id), new Types.ObjectId().toHexString()])).toBe(2);
+      const rest = await expiry.findOlder('expiry_pages', 'at', cutoff, orgId.toHexString(), 2, 'blobKey');
+      expect(rest.map((row) => row.value)).toEqual([...old.values()].filter((key) => !first.some((row) => row.value === key)));
+      expect(await expiry.deleteIds('expiry_pages', rest.map((row) => row.id))).toBe(1);
+      expect(await expiry.findOlder('expiry_pages', 'at', cutoff, orgId.toHexString(), 2, 'blobKey')).toEqual([]);
+      expect((await collection.find({}).toArray()).map((doc) => doc.blobKey).sort()).toEqual(['another organisation', 'blob 1']);
+    } finally {
+      await expiry.close();
+      await collection.drop();
+    }
+  });
 });
 
 describe('the indexes FerretDB keeps', () => {

@@ -157,24 +157,53 @@ export function vacuumTables(postgresUrl: string, database: string): Promise<str
 export interface TableExpiry {
   /** Deletes the collection's documents whose `field` is a date before `cutoff` (of one organisation, by its id's hex, when given) and answers how many went. */
   deleteOlder(collection: string, field: string, cutoff: Date, orgId?: string): Promise<number>;
+  /** Up to `limit` of the documents `deleteOlder` would delete: each one's ObjectId `_id` (hex) and its `valueField` as text. */
+  findOlder(collection: string, field: string, cutoff: Date, orgId: string, limit: number, valueField: string): Promise<{ id: string; value: string | null }[]>;
+  /** Deletes the documents with these ObjectId `_id`s (hex), by the `_id` index, and answers how many went. */
+  deleteIds(collection: string, ids: string[]): Promise<number>;
   close(): Promise<void>;
 }
 
 /** The field holds a value of FerretDB's type `type` (a document's field types are in its schema, `$s`). */
 const holds = (field: string, type: string) => `_jsonb->'$s'->'p'->${quoteLiteral(field)}->>'t' = ${quoteLiteral(type)}`;
 
+/** The condition and its parameters for a document whose `field` is a date before `cutoff`, of one organisation when given. */
+function olderThan(field: string, cutoff: Date, orgId?: string): { where: string; params: unknown[] } {
+  // the CASE keeps the cast from ever meeting a value that is not a date's number
+  const older = `CASE WHEN ${holds(field, 'date')} THEN (_jsonb->${quoteLiteral(field)})::numeric < $1 ELSE false END`;
+  if (!orgId) return { where: older, params: [cutoff.getTime()] };
+  return { where: `_jsonb->'orgId' @> $2::jsonb AND ${holds('orgId', 'objectId')} AND ${older}`, params: [cutoff.getTime(), JSON.stringify(orgId)] };
+}
+
 export async function openTableExpiry(postgresUrl: string, database: string): Promise<TableExpiry> {
   const client = await connect(postgresUrl);
   try {
     const tables = await ferretdbTables(client, database);
+    const tableOf = (collection: string) => {
+      const table = tables.get(collection);
+      return table && `${quoteIdent(database)}.${quoteIdent(table)}`;
+    };
     return {
       async deleteOlder(collection, field, cutoff, orgId) {
-        const table = tables.get(collection);
+        const table = tableOf(collection);
         if (!table) return 0;
-        // the CASE keeps the cast from ever meeting a value that is not a date's number
-        const older = `CASE WHEN ${holds(field, 'date')} THEN (_jsonb->${quoteLiteral(field)})::numeric < $1 ELSE false END`;
-        const ofOrg = orgId ? `_jsonb->'orgId' @> $2::jsonb AND ${holds('orgId', 'objectId')} AND ` : '';
-        const { rowCount } = await client.query(`DELETE FROM ${quoteIdent(database)}.${quoteIdent(table)} WHERE ${ofOrg}${older}`, orgId ? [cutoff.getTime(), JSON.stringify(orgId)] : [cutoff.getTime()]);
+        const { where, params } = olderThan(field, cutoff, orgId);
+        return (await client.query(`DELETE FROM ${table} WHERE ${where}`, params)).rowCount ?? 0;
+      },
+      async findOlder(collection, field, cutoff, orgId, limit, valueField) {
+        const table = tableOf(collection);
+        if (!table) return [];
+        const { where, params } = olderThan(field, cutoff, orgId);
+        const { rows } = await client.query<{ id: string; value: string | null }>(
+          `SELECT _jsonb->>'_id' AS id, _jsonb->>${quoteLiteral(valueField)} AS value FROM ${table} WHERE ${where} AND ${holds('_id', 'objectId')} LIMIT ${Math.floor(limit)}`,
+          params,
+        );
+        return rows;
+      },
+      async deleteIds(collection, ids) {
+        const table = tableOf(collection);
+        if (!table || ids.length === 0) return 0;
+        const { rowCount } = await client.query(`DELETE FROM ${table} WHERE _jsonb->'_id' @> ANY($1::jsonb[]) AND ${holds('_id', 'objectId')}`, [ids.map((id) => JSON.stringify(id))]);
         return rowCount ?? 0;
       },
       close: () => client.end().catch(() => {}),

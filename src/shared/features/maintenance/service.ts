@@ -1,5 +1,6 @@
-import type { mongo, Types } from 'mongoose';
+import { Types, type mongo } from 'mongoose';
 import type { BlobStore } from '../../clients/blob.js';
+import type { TableExpiry } from '../../clients/ferretdb-indexes.js';
 import { openStoreExpiry } from '../../clients/mongo.js';
 import { AppliedBatch, oneAtATime } from '../../telemetry/storage.js';
 import { sweepExpiredChunks } from '../artifacts/bundles.js';
@@ -97,21 +98,43 @@ async function pruneIssueHours(orgId: Types.ObjectId, cutoff: Date): Promise<num
 }
 
 /** Deletes an organisation's old replay segments, their blobs first so no document outlives its bytes' removal. */
-async function expireReplaySegments(orgId: Types.ObjectId, cutoff: Date, blobs: BlobStore): Promise<number> {
+async function expireReplaySegments(orgId: Types.ObjectId, cutoff: Date, blobs: BlobStore, expiry: Expiry): Promise<number> {
   let removed = 0;
   for (;;) {
-    const page = await ReplaySegment.find({ orgId, time: { $lt: cutoff } }, { blobKey: 1 }).limit(SEGMENT_PAGE).lean();
+    const page = await expiry.findOlder(ReplaySegment.collection, 'time', cutoff, orgId, SEGMENT_PAGE, 'blobKey');
     if (page.length === 0) return removed;
-    await Promise.all(page.map((segment) => blobs.delete(segment.blobKey)));
-    removed += (await ReplaySegment.deleteMany({ _id: { $in: page.map((segment) => segment._id) } })).deletedCount;
+    await Promise.all(page.map((segment) => segment.value && blobs.delete(segment.value)));
+    const deleted = await expiry.deleteIds(ReplaySegment.collection, page.map((segment) => segment.id));
+    // a page that cannot be deleted would be found again forever
+    if (deleted === 0) throw new Error(`replay segments older than ${cutoff.toISOString()} were found but not deleted`);
+    removed += deleted;
   }
 }
 
-/** Deletes a collection's documents whose time field is before the cutoff (of one organisation when given) and answers how many went. */
-type DeleteOlder = (collection: mongo.Collection, timeField: string, cutoff: Date, orgId?: Types.ObjectId) => Promise<number>;
+/** How the cleanup finds and deletes what is older than a cutoff. */
+interface Expiry {
+  /** Deletes a collection's documents whose time field is before the cutoff (of one organisation when given) and answers how many went. */
+  deleteOlder(collection: mongo.Collection, timeField: string, cutoff: Date, orgId?: Types.ObjectId): Promise<number>;
+  /** Up to `limit` of the organisation's documents `deleteOlder` would delete: each one's `_id` and its `valueField`. */
+  findOlder(collection: mongo.Collection, timeField: string, cutoff: Date, orgId: Types.ObjectId, limit: number, valueField: string): Promise<{ id: Types.ObjectId; value: string | null }[]>;
+  deleteIds(collection: mongo.Collection, ids: Types.ObjectId[]): Promise<number>;
+}
 
 /** Through the driver: on MongoDB the `{orgId, <time>}` indexes serve it. */
-const deleteOlderByDriver: DeleteOlder = async (collection, timeField, cutoff, orgId) => (await collection.deleteMany({ ...(orgId && { orgId }), [timeField]: { $lt: cutoff } })).deletedCount;
+const driverExpiry: Expiry = {
+  deleteOlder: async (collection, timeField, cutoff, orgId) => (await collection.deleteMany({ ...(orgId && { orgId }), [timeField]: { $lt: cutoff } })).deletedCount,
+  findOlder: async (collection, timeField, cutoff, orgId, limit, valueField) =>
+    (await collection.find({ orgId, [timeField]: { $lt: cutoff } }, { projection: { [valueField]: 1 } }).limit(limit).toArray()).map((doc) => ({ id: doc._id as Types.ObjectId, value: (doc[valueField] as string | undefined) ?? null })),
+  deleteIds: async (collection, ids) => (await collection.deleteMany({ _id: { $in: ids } })).deletedCount,
+};
+
+/** In FerretDB's PostgreSQL tables (see openTableExpiry). */
+const tableExpiry = (tables: TableExpiry): Expiry => ({
+  deleteOlder: (collection, timeField, cutoff, orgId) => tables.deleteOlder(collection.collectionName, timeField, cutoff, orgId?.toHexString()),
+  findOlder: async (collection, timeField, cutoff, orgId, limit, valueField) =>
+    (await tables.findOlder(collection.collectionName, timeField, cutoff, orgId.toHexString(), limit, valueField)).map((row) => ({ id: new Types.ObjectId(row.id), value: row.value })),
+  deleteIds: (collection, ids) => tables.deleteIds(collection.collectionName, ids.map((id) => id.toHexString())),
+});
 
 /**
  * Removes what has outlived its time (MongoDB TTL indexes are outside the FerretDB intersection):
@@ -124,16 +147,16 @@ const deleteOlderByDriver: DeleteOlder = async (collection, timeField, cutoff, o
 export async function cleanup(blobs: BlobStore, now = new Date(), ferretdbPostgresUrl?: string): Promise<Record<string, number>> {
   const tables = ferretdbPostgresUrl ? await openStoreExpiry(ferretdbPostgresUrl) : undefined;
   try {
-    return await removeExpired(blobs, now, tables ? (collection, timeField, cutoff, orgId) => tables.deleteOlder(collection.collectionName, timeField, cutoff, orgId?.toHexString()) : deleteOlderByDriver);
+    return await removeExpired(blobs, now, tables ? tableExpiry(tables) : driverExpiry);
   } finally {
     await tables?.close();
   }
 }
 
-async function removeExpired(blobs: BlobStore, now: Date, deleteOlder: DeleteOlder): Promise<Record<string, number>> {
+async function removeExpired(blobs: BlobStore, now: Date, expiry: Expiry): Promise<Record<string, number>> {
   const removed: Record<string, number> = {
     sessions: (await Session.deleteMany({ expiresAt: { $lte: now } })).deletedCount,
-    appliedBatches: await deleteOlder(AppliedBatch.collection, 'appliedAt', new Date(now.getTime() - APPLIED_BATCH_KEEP_MS)),
+    appliedBatches: await expiry.deleteOlder(AppliedBatch.collection, 'appliedAt', new Date(now.getTime() - APPLIED_BATCH_KEEP_MS)),
     replaySegments: 0,
     bundleChunks: 0,
   };
@@ -145,10 +168,10 @@ async function removeExpired(blobs: BlobStore, now: Date, deleteOlder: DeleteOld
   }
   for await (const org of Organization.find({}, { retentionDays: 1 }).lean().cursor()) {
     const cutoff = new Date(now.getTime() - org.retentionDays * DAY_MS);
-    removed.replaySegments! += await expireReplaySegments(org._id, cutoff, blobs);
+    removed.replaySegments! += await expireReplaySegments(org._id, cutoff, blobs, expiry);
     removed.issues = (removed.issues ?? 0) + (await expireIssues(org._id, cutoff));
     removed.issueHours = (removed.issueHours ?? 0) + (await pruneIssueHours(org._id, cutoff));
-    for (const [name, collection, timeField] of expiring) removed[name] = (removed[name] ?? 0) + (await deleteOlder(collection, timeField, cutoff, org._id));
+    for (const [name, collection, timeField] of expiring) removed[name] = (removed[name] ?? 0) + (await expiry.deleteOlder(collection, timeField, cutoff, org._id));
   }
   return removed;
 }
