@@ -92,7 +92,8 @@ describe('GET /v1/traces/{traceID}', () => {
       attributes: { 'http.route': 'charge' },
       events: [{ name: 'exception', attributes: { 'exception.type': 'TimeoutError' } }],
     });
-    const [issue] = (await owner.client.get(`/v1/issues?project=${project.id}&q=ChargeError`)).body.data;
+    // the trace names the issue once its event is stored; the issue is listed once counted, a moment later
+    const issue = await eventually(async () => (await owner.client.get(`/v1/issues?project=${project.id}&q=ChargeError`)).body.data[0], 'the issue listed');
     expect(trace.issues).toEqual([issue.id]);
     // any case of the id finds it
     expect((await owner.client.get(`/v1/traces/${traceId.toUpperCase()}`)).body.trace_id).toBe(traceId);

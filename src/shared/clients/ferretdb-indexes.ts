@@ -12,8 +12,9 @@
  * that); a real MongoDB never sees it. Every statement is idempotent, so it runs at each start and
  * again on a schedule, which covers a collection FerretDB created (or recreated) since.
  *
- * Retention's deletes by age are made here too (`openTableExpiry`): FerretDB pushes no range down,
- * so its own `deleteMany({orgId, time: {$lt}})` decodes every document of the organisation.
+ * Retention's finds and deletes by age are made here too (`openTableExpiry`): FerretDB pushes no
+ * range down, so its own `deleteMany({orgId, time: {$lt}})` decodes every document of the
+ * organisation, and no `$in` either, so a delete of a page of `_id`s decodes every document.
  */
 import { createHash } from 'node:crypto';
 import pg from 'pg';
