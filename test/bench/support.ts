@@ -202,6 +202,8 @@ export const FILL_METRIC = 'bench.request.duration';
 export class Filler {
   readonly recentTraces: string[] = [];
   private sequence = 0;
+  /** The next millisecond a metric point may take: a point is its series and time, so one sent twice is stored once. */
+  private nextPointMs = 0;
 
   constructor(
     readonly target: Target,
@@ -268,10 +270,12 @@ export class Filler {
     }
     for (let sent = 0; sent < metrics; sent += POINTS_PER_REQUEST) {
       const count = Math.min(POINTS_PER_REQUEST, metrics - sent);
-      const now = Date.now();
+      // requests built within one millisecond would otherwise repeat each other's points
+      const start = Math.max(Date.now(), this.nextPointMs);
+      this.nextPointMs = start + count;
       // one point per series per request: series are a service and a route, points a millisecond apart
       const dataPoints = Array.from({ length: count }, (_, p) => ({
-        timeUnixNano: nanos(now + p),
+        timeUnixNano: nanos(start + p),
         asDouble: 5 + ((sent + p) % 97),
         attributes: [{ key: 'http.route', value: { stringValue: `/api/route-${p % 20}` } }],
       }));
