@@ -97,20 +97,6 @@ async function pruneIssueHours(orgId: Types.ObjectId, cutoff: Date): Promise<num
   return pruned;
 }
 
-/** Deletes an organisation's old replay segments, their blobs first so no document outlives its bytes' removal. */
-async function expireReplaySegments(orgId: Types.ObjectId, cutoff: Date, blobs: BlobStore, expiry: Expiry): Promise<number> {
-  let removed = 0;
-  for (;;) {
-    const page = await expiry.findOlder(ReplaySegment.collection, 'time', cutoff, orgId, SEGMENT_PAGE, 'blobKey');
-    if (page.length === 0) return removed;
-    await Promise.all(page.map((segment) => segment.value && blobs.delete(segment.value)));
-    const deleted = await expiry.deleteIds(ReplaySegment.collection, page.map((segment) => segment.id));
-    // a page that cannot be deleted would be found again forever
-    if (deleted === 0) throw new Error(`replay segments older than ${cutoff.toISOString()} were found but not deleted`);
-    removed += deleted;
-  }
-}
-
 /** How the cleanup finds and deletes what is older than a cutoff. */
 interface Expiry {
   /** Deletes a collection's documents whose time field is before the cutoff (of one organisation when given) and answers how many went. */
@@ -135,6 +121,20 @@ const tableExpiry = (tables: TableExpiry): Expiry => ({
     (await tables.findOlder(collection.collectionName, timeField, cutoff, orgId.toHexString(), limit, valueField)).map((row) => ({ id: new Types.ObjectId(row.id), value: row.value })),
   deleteIds: (collection, ids) => tables.deleteIds(collection.collectionName, ids.map((id) => id.toHexString())),
 });
+
+/** Deletes an organisation's old replay segments, their blobs first so no document outlives its bytes' removal. */
+async function expireReplaySegments(orgId: Types.ObjectId, cutoff: Date, blobs: BlobStore, expiry: Expiry): Promise<number> {
+  let removed = 0;
+  for (;;) {
+    const page = await expiry.findOlder(ReplaySegment.collection, 'time', cutoff, orgId, SEGMENT_PAGE, 'blobKey');
+    if (page.length === 0) return removed;
+    await Promise.all(page.map((segment) => segment.value && blobs.delete(segment.value)));
+    const deleted = await expiry.deleteIds(ReplaySegment.collection, page.map((segment) => segment.id));
+    // a page that cannot be deleted would be found again forever
+    if (deleted === 0) throw new Error(`replay segments older than ${cutoff.toISOString()} were found but not deleted`);
+    removed += deleted;
+  }
+}
 
 /**
  * Removes what has outlived its time (MongoDB TTL indexes are outside the FerretDB intersection):
