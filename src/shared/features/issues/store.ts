@@ -18,6 +18,37 @@ import { ErrorEvent, EVENT_PAGE_SIZE, HOUR_MS, hourKey, Issue, IssueUser, type I
 import { obj, str } from './values.js';
 
 
+/**
+ * What an issue takes from an event when the event is counted into it: the fields it shows of its
+ * newest event, and the release and environment it was seen in. A placed event keeps only these
+ * until its count, not the event itself (several kilobytes once parsed).
+ */
+interface IssueFacts {
+  title: string;
+  culprit: string | null;
+  level: string;
+  platform: string | null;
+  errorType: string | null;
+  errorValue: string | null;
+  release: string | null;
+  environment: string | null;
+}
+
+function issueFactsOf(event: Record<string, unknown>): IssueFacts {
+  const sentry = event as SentryEventLike;
+  const exception = exceptionsOf(sentry).at(-1);
+  return {
+    title: issueTitle(sentry),
+    culprit: culprit(sentry),
+    level: str(event.level) ?? 'error',
+    platform: str(event.platform),
+    errorType: str(exception?.type),
+    errorValue: str(exception?.value),
+    release: str(event.release),
+    environment: str(event.environment),
+  };
+}
+
 interface PreparedEvent {
   key: string;
   batchId: string;
@@ -28,14 +59,15 @@ interface PreparedEvent {
   eventId: string;
   at: Date;
   event: Record<string, unknown>;
+  facts: IssueFacts;
   user: SentUser | undefined;
   userKey: string | null;
   hash: string;
   groupingKind: string;
 }
 
-/** An event stored on its page and waiting to be counted. */
-type PlacedEvent = PreparedEvent & { page: number };
+/** An event stored on its page and waiting to be counted: what its count needs, without the event. */
+type PlacedEvent = Omit<PreparedEvent, 'event'> & { page: number };
 
 /** An error event's `_id`: the same project and event id always address the same document. */
 export const eventKey = (projectId: Types.ObjectId, eventId: string) => contentId('event', projectId.toHexString(), eventId);
@@ -60,6 +92,7 @@ function prepare({ orgId, projectId, record }: Stamped<ErrorEventRecord>, batchI
     eventId: record.eventId,
     at: new Date(record.timeMs > now.getTime() + FUTURE_TOLERANCE_MS ? now.getTime() : record.timeMs),
     event,
+    facts: issueFactsOf(event),
     user,
     userKey: userKeyOf(user),
     hash: grouping.hash,
@@ -205,28 +238,27 @@ const COUNT_ATTEMPTS = 50;
  * The update that counts `events` into their issue: the event and new-user counts, first/last seen,
  * the newest event's details and the batches counted into it (see countIntoIssue).
  */
-function issueUpdate(events: PreparedEvent[], newUsers: number, countedBatches: string[], lastPage: number) {
+function issueUpdate(events: PlacedEvent[], newUsers: number, countedBatches: string[], lastPage: number) {
   const newest = events.reduce((a, b) => (b.at >= a.at ? b : a));
   const earliest = events.reduce((a, b) => (b.at < a.at ? b : a));
-  const sentry = newest.event as SentryEventLike;
-  const exception = exceptionsOf(sentry).at(-1);
+  const { facts } = newest;
   return {
     $setOnInsert: {
       orgId: newest.orgId,
       projectId: newest.projectId,
       hash: newest.hash,
       groupingKind: newest.groupingKind,
-      platform: str(newest.event.platform),
+      platform: facts.platform,
       status: 'unresolved',
       // the release the issue first appeared in: a release's new issues
-      firstRelease: str(earliest.event.release),
+      firstRelease: earliest.facts.release,
     },
     $set: {
-      title: issueTitle(sentry),
-      culprit: culprit(sentry),
-      level: str(newest.event.level) ?? 'error',
-      errorType: str(exception?.type),
-      errorValue: str(exception?.value),
+      title: facts.title,
+      culprit: facts.culprit,
+      level: facts.level,
+      errorType: facts.errorType,
+      errorValue: facts.errorValue,
       latestEventId: newest.eventId,
       countedBatches,
     },
@@ -234,8 +266,8 @@ function issueUpdate(events: PreparedEvent[], newUsers: number, countedBatches: 
     $max: { lastSeen: newest.at, lastPage },
     $inc: { eventCount: events.length, userCount: newUsers, ...hourlyIncrements(events) },
     $addToSet: {
-      environments: { $each: [...new Set(events.flatMap((e) => str(e.event.environment) ?? []))] },
-      releases: { $each: [...new Set(events.flatMap((e) => str(e.event.release) ?? []))] },
+      environments: { $each: [...new Set(events.flatMap((e) => e.facts.environment ?? []))] },
+      releases: { $each: [...new Set(events.flatMap((e) => e.facts.release ?? []))] },
     },
   };
 }
@@ -254,7 +286,7 @@ type IssueCount<E> = { issue: IssueDoc; created: boolean; before: number; events
 type NewUsers = Map<string, number>;
 
 /** The users new to the issue of `events` (all of one issue) that their batches brought. */
-const newUsersOf = (newUsers: NewUsers, events: PreparedEvent[]) =>
+const newUsersOf = (newUsers: NewUsers, events: PlacedEvent[]) =>
   [...new Set(events.map((e) => e.batchId))].reduce((sum, batchId) => sum + (newUsers.get(`${events[0]!.issueId.toHexString()}:${batchId}`) ?? 0), 0);
 
 /**
@@ -263,7 +295,7 @@ const newUsersOf = (newUsers: NewUsers, events: PreparedEvent[]) =>
  * per issue where an insert is a fraction of that. Answers the counts made, by issue id; an issue
  * created meanwhile by another process is left out, for countIntoIssue.
  */
-async function createIssues<E extends PreparedEvent>(groups: [string, E[]][], newUsers: NewUsers): Promise<Map<string, IssueCount<E>>> {
+async function createIssues<E extends PlacedEvent>(groups: [string, E[]][], newUsers: NewUsers): Promise<Map<string, IssueCount<E>>> {
   const counts = new Map(
     groups.map(([issueId, events]) => {
       const batches = [...new Set(events.map((e) => e.batchId))];
@@ -288,7 +320,7 @@ async function createIssues<E extends PreparedEvent>(groups: [string, E[]][], ne
  * keeps others out), else the issue is read again. Answers the issue as counted, the events counted
  * (in the order given) and whether this count created it, or undefined when every batch was counted into it before.
  */
-async function countIntoIssue<E extends PreparedEvent>(
+async function countIntoIssue<E extends PlacedEvent>(
   all: E[],
   newUsers: NewUsers,
   known: CountedState | null,
@@ -482,7 +514,10 @@ export async function placeErrorBatches(
  * see listed, a count under way counts one issue at a time instead of PARALLEL_WRITES, and takes up
  * the others again once no placement is under way: the two share the store, and a count of hundreds
  * of issues otherwise held every flush placed beside it (a job waited p50 0.6–1.2 s at half the
- * sustainable rate, 0.4–0.9 s with placing first; see performance.md).
+ * sustainable rate, 0.4–0.9 s with placing first; see performance.md). Once more than COUNT_BEHIND
+ * placed events wait for their count, the count no longer gives way: under a steady load, where a
+ * placement is nearly always under way, a count of hundreds of issues one at a time took 10 s and
+ * more, and the events waiting grew until placing had to wait for the count.
  */
 class PlacingFirst {
   private placing = 0;
@@ -499,9 +534,9 @@ class PlacingFirst {
     }
   }
 
-  /** Counts into one issue: at once, unless a placement is under way and another issue is being counted. */
+  /** Counts into one issue: at once, unless a placement is under way, another issue is being counted and the count is not behind. */
   async count<T>(write: () => Promise<T>): Promise<T> {
-    while (this.placing > 0 && this.counting >= 1) await this.ended;
+    while (this.placing > 0 && this.counting >= 1 && uncounted <= COUNT_BEHIND) await this.ended;
     this.counting++;
     try {
       return await write();
@@ -535,10 +570,10 @@ async function placeFlush(
       page: planned.get(e._id.toHexString())!,
       timestamp: e.at,
       receivedAt: now,
-      level: str(e.event.level) ?? 'error',
-      title: issueTitle(e.event as SentryEventLike),
-      environment: str(e.event.environment),
-      release: str(e.event.release),
+      level: e.facts.level,
+      title: e.facts.title,
+      environment: e.facts.environment,
+      release: e.facts.release,
       userKey: e.userKey,
       traceId: str(obj(obj(e.event.contexts)?.trace)?.trace_id)?.toLowerCase() ?? null,
       batchId: e.batchId,
@@ -554,7 +589,7 @@ async function placeFlush(
     finished.add(batchId);
     rememberFinished(batchId);
   });
-  const events = prepared.flatMap((e) => {
+  const events = prepared.flatMap(({ event: _, ...e }): PlacedEvent[] => {
     const page = pages.get(e._id.toHexString());
     return page === undefined || finished.has(e.batchId) ? [] : [{ ...e, page }];
   });
@@ -588,8 +623,16 @@ async function placeFlush(
 /** Events placed by this process and not counted yet, and the count that takes the latest of them. */
 let uncounted = 0;
 let lastCount: Promise<void> | undefined;
-/** Past this many placed events waiting for their count, placing waits for the count (see placeErrorBatches). */
-const UNCOUNTED_MAX = 20_000;
+/**
+ * Past this many placed events waiting for their count, placing waits for the count (see
+ * placeErrorBatches): a bound on the memory they hold (what a count needs of each, see IssueFacts)
+ * and on how far issue counts trail the events listed. A count takes every event placed while the
+ * one before it ran, with one write per issue, so under a steady load it trails by about two
+ * counts' time whatever the rate.
+ */
+const UNCOUNTED_MAX = 50_000;
+/** Past this many, the count no longer gives way to placing (see PlacingFirst). */
+const COUNT_BEHIND = 5_000;
 
 /** Settles once every count of the events this process placed has ended, for a worker that stops. */
 export async function countsSettled(): Promise<void> {
@@ -685,7 +728,7 @@ async function countPlaced(placed: Placed[]): Promise<void> {
     if (isNew) newIssues.push(issue);
     // a batch arriving late with the issue's earliest event: the release it first appeared in is this event's
     const earliest = countedEvents.reduce((a, b) => (b.at < a.at ? b : a));
-    const release = str(earliest.event.release);
+    const release = earliest.facts.release;
     if (issue.firstSeen.getTime() === earliest.at.getTime() && (issue.firstRelease ?? null) !== release) {
       await oneAtATime(Issue.collection.collectionName, issue._id, () => Issue.updateOne({ _id: issue._id, firstSeen: earliest.at }, { $set: { firstRelease: release } }));
     }
@@ -697,7 +740,7 @@ async function countPlaced(placed: Placed[]): Promise<void> {
   const claimed = await claimBatches(counting, ISSUES_COUNTED, now);
   const once = events.filter((e) => claimed.has(e.batchId));
   recordEndUsers(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, user: e.user, seenAt: e.at })));
-  await countIntoReleases(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: str(e.event.release), environment: str(e.event.environment), counts: { errorEvents: 1 } })));
+  await countIntoReleases(once.map((e) => ({ orgId: e.orgId, projectId: e.projectId, atMs: e.at.getTime(), release: e.facts.release, environment: e.facts.environment, counts: { errorEvents: 1 } })));
   counting.forEach(rememberFinished);
   await settlePending(placed.map((flush) => flush.pending));
 }
