@@ -38,16 +38,18 @@
  *   process, no ROLE, the dashboard on) on a fresh database and Redis prefix of its own: its end-to-end
  *   error-event rate (as e2e), freshness at a steady BENCH_SINGLE_RATE events/s for BENCH_OPEN_SECONDS
  *   (as freshness; target p99 ≤ 2 s; it kept up when the queue emptied within 2 s of the last 200), then
- *   its PSS after BENCH_SETTLE_SECONDS idle with the local servers it uses (target ≤ 400 MiB). With
- *   BENCH_SINGLE_OWN_POSTGRES=1 it starts on a fresh DATA_DIR with LOCAL_POSTGRES_URL=own, so the store is
+ *   its PSS after BENCH_SETTLE_SECONDS idle with the local servers it uses (target ≤ 400 MiB). It starts
+ *   on a fresh DATA_DIR with LOCAL_POSTGRES_URL=own, as on a laptop without PostgreSQL, so the store is
  *   FerretDB on a PostgreSQL cluster of its own, whose processes all count; both are ended and the DATA_DIR
- *   deleted at the end.
+ *   deleted at the end. With BENCH_SINGLE_OWN_POSTGRES=0 it uses the PostgreSQL the other parts use, and
+ *   counts that server's postmaster, background processes and FerretDB's backends, which then carry the
+ *   pages the other parts' writes went through.
  *
  * Environment: BENCH_PARTS (default memory,accept,e2e,latency,freshness,burst,reads,single),
  * BENCH_CONCURRENCIES (1,8,32,128), BENCH_REQUESTS (requests per accept step, 2000), BENCH_E2E_RECORDS
  * (10000), BENCH_E2E_CONCURRENCY (32), BENCH_OPEN_SECONDS (30), BENCH_RATE (sustainable events/s when e2e
  * is not run), BENCH_BURST_SPANS (40000), BENCH_BURST_EVENTS (5000), BENCH_SINGLE_RATE (100),
- * BENCH_SINGLE_OWN_POSTGRES (unset), BENCH_SIZES (10000,100000,1000000), BENCH_READ_REPEATS (20), BENCH_FILL_CONCURRENCY (16),
+ * BENCH_SINGLE_OWN_POSTGRES (1), BENCH_SIZES (10000,100000,1000000), BENCH_READ_REPEATS (20), BENCH_FILL_CONCURRENCY (16),
  * BENCH_SETTLE_SECONDS (90), BENCH_CPU_PROFILE (a directory: the ingest, workers and single processes write V8 CPU
  * profiles into its ingest/, workers/ and single/ folders when they stop). A quick run (a few minutes):
  *
@@ -86,7 +88,7 @@ const OPEN_SECONDS = numberFromEnv('BENCH_OPEN_SECONDS', 30);
 const BURST_SPANS = numberFromEnv('BENCH_BURST_SPANS', 40_000);
 const BURST_EVENTS = numberFromEnv('BENCH_BURST_EVENTS', 5_000);
 const SINGLE_RATE = numberFromEnv('BENCH_SINGLE_RATE', 100);
-const SINGLE_OWN_POSTGRES = process.env.BENCH_SINGLE_OWN_POSTGRES === '1';
+const SINGLE_OWN_POSTGRES = process.env.BENCH_SINGLE_OWN_POSTGRES !== '0';
 const SIZES = listFromEnv('BENCH_SIZES', '10000,100000,1000000').map(Number);
 const READ_REPEATS = numberFromEnv('BENCH_READ_REPEATS', 20);
 const FILL_CONCURRENCY = numberFromEnv('BENCH_FILL_CONCURRENCY', 16);
