@@ -217,6 +217,35 @@ describe('a flush of several batches', () => {
     for (const batch of flush) await storeErrorBatches([batch]);
     expect(await counted()).toEqual(expected);
   });
+
+  test('an issue shows its newest event’s level and message, every release and environment, and the release of its earliest event', async () => {
+    const project = await projectWithDsn(owner, h.ingest.baseUrl);
+    const { storeErrorBatches } = await import('../../src/shared/features/issues/store.js');
+    const { Issue } = await import('../../src/shared/features/issues/model.js');
+    const now = Date.now();
+    // the same exception from the same frames (one issue), each with its own message
+    const item = (secondsAgo: number, fields: Record<string, unknown>, value: string) =>
+      workerItem(project, errorEvent({ timestamp: (now - secondsAgo * 1000) / 1000, ...fields }, { type: 'FactsError', value }), now - secondsAgo * 1000);
+    // one flush, its events out of time order: the newest is in the middle, the earliest last
+    await storeErrorBatches([
+      { batchId: 'facts-1', items: [item(20, { level: 'warning', release: 'facts@1.1.0', environment: 'staging' }, 'second')] },
+      { batchId: 'facts-2', items: [item(5, { level: 'fatal', release: 'facts@1.2.0', environment: 'production' }, 'newest')] },
+      { batchId: 'facts-3', items: [item(30, { level: 'error', release: 'facts@1.0.0', environment: 'production' }, 'earliest')] },
+    ]);
+    const [issue] = (await owner.client.get(`/v1/issues?project=${project.id}`)).body.data;
+    expect(issue).toMatchObject({ title: 'FactsError: newest', type: 'FactsError', value: 'newest', level: 'fatal', platform: 'node', count: 3 });
+    expect(issue.culprit).toMatch(/totalOf/);
+    expect([...issue.releases].sort()).toEqual(['facts@1.0.0', 'facts@1.1.0', 'facts@1.2.0']);
+    expect([...issue.environments].sort()).toEqual(['production', 'staging']);
+    expect((await Issue.findById(issue.id).lean())!.firstRelease).toBe('facts@1.0.0');
+    // the stored events keep their own level, release and environment
+    const events = (await owner.client.get(`/v1/issues/${issue.id}/events`)).body.data;
+    expect(events.map((e: { level: string; release: string; environment: string }) => [e.level, e.release, e.environment])).toEqual([
+      ['fatal', 'facts@1.2.0', 'production'],
+      ['warning', 'facts@1.1.0', 'staging'],
+      ['error', 'facts@1.0.0', 'production'],
+    ]);
+  });
 });
 
 describe('concurrent batches', () => {
