@@ -103,6 +103,7 @@ interface Expiry {
   deleteOlder(collection: mongo.Collection, timeField: string, cutoff: Date, orgId?: Types.ObjectId): Promise<number>;
   /** Up to `limit` of the organisation's documents `deleteOlder` would delete: each one's `_id` and its `valueField`. */
   findOlder(collection: mongo.Collection, timeField: string, cutoff: Date, orgId: Types.ObjectId, limit: number, valueField: string): Promise<{ id: Types.ObjectId; value: string | null }[]>;
+  /** Deletes the documents with these `_id`s and answers how many went. */
   deleteIds(collection: mongo.Collection, ids: Types.ObjectId[]): Promise<number>;
 }
 
