@@ -157,13 +157,30 @@ export const minutesDown = (first: number, last: number) => Array.from({ length:
  * every part. `wanted` (how many more documents the page needs) lets a round after one that found
  * some read as many minutes as the minutes read so far say the page still needs.
  */
-export interface MinuteRounds {
+export interface MinuteRounds<U = number> {
   /** How many minutes the next round reads. */
   width: number;
   wanted?: () => number;
+  /**
+   * How many documents a minute should hold that the page would take, where rollups say (undefined
+   * where they do not): with `wanted`, a round ends at the minute by which those reach what the page
+   * still needs, so that a round of busy minutes does not read several that one would fill the page from.
+   */
+  expected?: (minute: U) => number | undefined;
   /** Minutes read, and documents they held, so far. */
   read?: number;
   held?: number;
+}
+
+/** The minutes of the round that starts at `next`: `rounds.width` of them, or fewer once they are expected to fill the page. */
+function roundOf<U>(minutes: U[], next: number, rounds: MinuteRounds<U>): U[] {
+  const round = minutes.slice(next, next + rounds.width);
+  const { expected, wanted } = rounds;
+  if (!expected || !wanted) return round;
+  const needed = wanted();
+  let sum = 0;
+  const enough = round.findIndex((minute) => (sum += expected(minute) ?? 0) >= needed);
+  return enough === -1 ? round : round.slice(0, enough + 1);
 }
 
 /**
@@ -173,17 +190,18 @@ export interface MinuteRounds {
  * window takes few rounds and a busy one reads little beyond what the page needs. After a round
  * that found some, the next reads one minute, or with `wanted` as many as the yield so far says
  * the page still needs (up to 16), so a rare match in a busy window is not read a minute a round.
+ * With `expected` too, a round also ends at the minute that should fill the page (`roundOf`).
  */
 export async function newestMinutesFirst<T, U = number>(
   minutes: U[],
   read: (minute: U) => Promise<T[]>,
   take: (docs: T[]) => Promise<void> | void,
   full: () => boolean,
-  rounds: MinuteRounds = { width: 1 },
+  rounds: MinuteRounds<U> = { width: 1 },
 ): Promise<void> {
   for (let next = 0; next < minutes.length && !full(); ) {
     checkDeadline();
-    const round = minutes.slice(next, next + rounds.width);
+    const round = roundOf(minutes, next, rounds);
     const found = await Promise.all(round.map(read));
     rounds.read = (rounds.read ?? 0) + round.length;
     rounds.held = (rounds.held ?? 0) + found.reduce((sum, docs) => sum + docs.length, 0);

@@ -4,12 +4,12 @@ import { minutesDown, newestMinutesFirst, type MinuteRounds } from '../../src/sh
  * Minutes 0..99 where only the listed ones hold documents (named after their minute), read for a
  * page of `limit`; `rounds` counts the rounds (reads started while none was in flight).
  */
-async function readBack(filled: number[], limit: number, paced = false) {
+async function readBack(filled: number[], limit: number, paced = false, expected?: (minute: number) => number | undefined) {
   const reads: number[] = [];
   const found: string[] = [];
   let inFlight = 0;
   let rounds = 0;
-  const pace: MinuteRounds = { width: 1, ...(paced && { wanted: () => limit + 1 - found.length }) };
+  const pace: MinuteRounds = { width: 1, ...(paced && { wanted: () => limit + 1 - found.length }), ...(expected && { expected }) };
   await newestMinutesFirst(
     minutesDown(0, 99),
     async (minute) => {
@@ -61,6 +61,20 @@ describe('reading minute buckets newest first', () => {
     expect(reads).toHaveLength(50);
     // 1, then 16 a round (the yield says 49) until full
     expect(rounds).toBe(5);
+  });
+
+  test('where rollups say a minute should fill the page, a round ends there: the empty newest ones are passed one at a time, not by reading busy ones together', async () => {
+    // the trace list's busy minute read by tick: its newest ticks not reached yet, each older tick full
+    const busy = (minute: number) => (minute <= 92 ? 1000 : 10);
+    const widened = await readBack(minutesDown(0, 92), 3, true);
+    const expecting = await readBack(minutesDown(0, 92), 3, true, busy);
+    expect(expecting.found).toEqual(['92a', '92b', '91a', '91b']);
+    expect(expecting.found).toEqual(widened.found);
+    // 99..93 in rounds of 1, 2 and 4, then 8 at once, of which two were needed
+    expect(widened.reads).toEqual(minutesDown(85, 99));
+    expect(expecting.reads).toEqual(minutesDown(91, 99));
+    // where they say nothing, the rounds widen as before
+    expect((await readBack(minutesDown(0, 92), 3, true, () => undefined)).reads).toEqual(widened.reads);
   });
 });
 

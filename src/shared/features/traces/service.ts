@@ -6,7 +6,7 @@ import { cursorId, decodeCursor, encodeCursor } from '../../paging.js';
 import type { SpanRecord, Stamped } from '../../telemetry/records.js';
 import { epochMinuteOf, HOUR_MS, hourOf, MINUTE_MS, minuteOf } from '../../telemetry/time-buckets.js';
 import { attributePairs, attributesObject, contentId, groupBy, hasAttributes, inParallel, insertNew, PARALLEL_WRITES, upsertReturning } from '../../telemetry/storage.js';
-import { allInWindowByHour, hoursDown, minutesDown, newestMinutesFirst, readHours, scopeFilter, type ViewScope } from '../../views.js';
+import { allInWindowByHour, hoursDown, minutesDown, newestMinutesFirst, readHours, scopeFilter, type MinuteRounds, type ViewScope } from '../../views.js';
 import { groupCommit } from '../../telemetry/group-commit.js';
 import { lastUnmarkedHour } from '../../telemetry/rolled-up-hours.js';
 import { RollupBatch } from '../../telemetry/rollups.js';
@@ -529,6 +529,8 @@ const newestFirst = (a: TraceSummaryDoc, b: TraceSummaryDoc) =>
 interface ReadUnit {
   minute: number;
   tick?: number;
+  /** The requests the service rollups counted in it (a tick's share of its minute's), where they were read. */
+  requests?: number;
 }
 
 /**
@@ -561,9 +563,10 @@ async function unitsOf(scope: ViewScope, first: number, last: number, mayBeBusy:
     }
   }
   return minutesDown(first, last).flatMap((minute) => {
-    if ((requests.get(minute) ?? 0) < BUSY_MINUTE_REQUESTS) return [{ minute }];
+    const served = requests.get(minute) ?? 0;
+    if (served < BUSY_MINUTE_REQUESTS) return [{ minute, ...(mayBeBusy && { requests: served }) }];
     const top = cursor?.minute === minute ? cursor.tick : TICKS_PER_MINUTE - 1;
-    return Array.from({ length: top + 1 }, (_, i) => ({ minute, tick: top - i }));
+    return Array.from({ length: top + 1 }, (_, i) => ({ minute, tick: top - i, requests: served / TICKS_PER_MINUTE }));
   });
 }
 
@@ -608,7 +611,9 @@ export async function listTraces(scope: ViewScope, query: TraceQuery): Promise<{
   };
   // the window an hour at a time, newest first, each hour's busy minutes found only when it is reached
   const busy = await busyHours(scope, new Date(firstMinute * MINUTE_MS), new Date((lastMinute + 1) * MINUTE_MS));
-  const rounds = { width: 1 };
+  // unfiltered, a unit yields about as many traces as its requests: a round of busy ticks stops at the one that should fill the page
+  const unfiltered = criteria.tokens.length === 0 && query.min_duration_ms === undefined;
+  const rounds: MinuteRounds<ReadUnit> = { width: 1, ...(unfiltered && { wanted: () => query.limit + 1 - found.length, expected: (unit) => unit.requests }) };
   for (const hour of hoursDown(new Date(firstMinute * MINUTE_MS), new Date((lastMinute + 1) * MINUTE_MS))) {
     if (full()) break;
     const first = Math.max(firstMinute, hour * 60);
