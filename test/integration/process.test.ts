@@ -72,7 +72,7 @@ async function issueIndexes(database: string): Promise<{ planned: number; missin
     const { rows } = await client.query<{ indexname: string }>("SELECT indexname FROM pg_indexes WHERE schemaname = $1 AND indexdef LIKE '%USING gin%'", [database]);
     const existing = new Set(rows.map((row) => row.indexname));
     const planned = plannedIndexes(tables, [{ collection: 'issues', fields: ['orgId', 'projectId', 'hash'] }]);
-    return { planned: planned.length, missing: planned.filter((index) => !existing.has(index.name)).map((index) => index.fields.join('+')) };
+    return { planned: planned.length, missing: planned.filter((index) => !existing.has(index.name)).map((index) => index.field) };
   } finally {
     await client.end();
   }

@@ -27,27 +27,20 @@ export interface CollectionFields {
   collection: string;
   /** Top-level fields that equality filters name; dotted paths are never pushed down, so they are skipped. */
   fields: string[];
-  /**
-   * Fields a query always names together, each group kept in one multicolumn index: PostgreSQL then
-   * narrows by all of them in one index scan, whatever its estimates say. A group's first field gets no
-   * index of its own (it is never looked up without the others); the others keep theirs.
-   */
-  together?: string[][];
 }
 
 export interface ExpressionIndex {
   collection: string;
   table: string;
-  /** One field, or a group indexed together. */
-  fields: string[];
+  field: string;
   name: string;
 }
 
 const quoteIdent = (name: string) => `"${name.replaceAll('"', '""')}"`;
 const quoteLiteral = (text: string) => `'${text.replaceAll("'", "''")}'`;
 
-/** PostgreSQL names are at most 63 bytes, so ours are a fixed-length hash of table and fields. */
-const indexName = (table: string, fields: string[]) => `${INDEX_PREFIX}${createHash('sha256').update(`${table}\0${fields.join('\0')}`).digest('hex').slice(0, 24)}`;
+/** PostgreSQL names are at most 63 bytes, so ours are a fixed-length hash of table and field. */
+const indexName = (table: string, field: string) => `${INDEX_PREFIX}${createHash('sha256').update(`${table}\0${field}`).digest('hex').slice(0, 24)}`;
 
 /** The table FerretDB keeps each collection of a database (= PostgreSQL schema) in. */
 export async function ferretdbTables(client: pg.ClientBase, database: string): Promise<Map<string, string>> {
@@ -61,12 +54,11 @@ export async function ferretdbTables(client: pg.ClientBase, database: string): P
 
 /** The GIN expression indexes this module would have for these collections, given the tables that exist now. */
 export function plannedIndexes(tables: Map<string, string>, collections: CollectionFields[]): ExpressionIndex[] {
-  return collections.flatMap(({ collection, fields, together = [] }) => {
+  return collections.flatMap(({ collection, fields }) => {
     const table = tables.get(collection);
     if (!table) return [];
-    const leading = new Set(together.map((group) => group[0]));
-    const topLevel = [...new Set(['_id', ...fields])].filter((field) => !field.includes('.') && !leading.has(field));
-    return [...topLevel.map((field) => [field]), ...together].map((group) => ({ collection, table, fields: group, name: indexName(table, group) }));
+    const topLevel = [...new Set(['_id', ...fields])].filter((field) => !field.includes('.'));
+    return topLevel.map((field) => ({ collection, table, field, name: indexName(table, field) }));
   });
 }
 
@@ -121,8 +113,7 @@ export function ensureExpressionIndexes(postgresUrl: string, database: string, c
     }
     const created: ExpressionIndex[] = [];
     for (const index of planned.filter((candidate) => !existing.has(candidate.name))) {
-      const columns = index.fields.map((field) => `(_jsonb->${quoteLiteral(field)}) jsonb_path_ops`).join(', ');
-      const sql = `CREATE INDEX IF NOT EXISTS ${quoteIdent(index.name)} ON ${quoteIdent(database)}.${quoteIdent(index.table)} USING gin (${columns})`;
+      const sql = `CREATE INDEX IF NOT EXISTS ${quoteIdent(index.name)} ON ${quoteIdent(database)}.${quoteIdent(index.table)} USING gin ((_jsonb->${quoteLiteral(index.field)}) jsonb_path_ops)`;
       if (await maintain(client, sql)) created.push(index);
     }
     return created;

@@ -52,14 +52,6 @@ export async function connectMongo(url: string, logger: Logger, role: keyof type
   return mongoose;
 }
 
-/** Per schema, the groups of fields its queries always name together (see CollectionFields.together). */
-const indexedTogether = new WeakMap<mongoose.Schema, string[][]>();
-
-/** Declares fields of `schema` that its queries always name together, for the store to index as one (FerretDB on PostgreSQL). */
-export function indexTogether(schema: mongoose.Schema, fields: string[]): void {
-  indexedTogether.set(schema, [...(indexedTogether.get(schema) ?? []), fields]);
-}
-
 /**
  * Every model's collection with the fields its indexes name that a query may compare for equality:
  * what the store must find fast. Dates are left out: the service compares them only by range and
@@ -72,7 +64,6 @@ export function indexedFields(): CollectionFields[] {
       .indexes()
       .flatMap(([keys]) => Object.keys(keys))
       .filter((field) => model.schema.path(field)?.instance !== 'Date'),
-    together: indexedTogether.get(model.schema) ?? [],
   }));
 }
 

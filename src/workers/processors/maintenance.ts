@@ -19,7 +19,7 @@ export function maintenanceProcessor({ logger, blobs, ferretdbPostgresUrl, recou
       case 'store-indexes': {
         if (!ferretdbPostgresUrl) return { created: 0 };
         const created = await ensureStoreIndexes(ferretdbPostgresUrl);
-        if (created.length > 0) logger.info({ created: created.map((index) => `${index.collection}.${index.fields.join('+')}`) }, 'store indexes created');
+        if (created.length > 0) logger.info({ created: created.map((index) => `${index.collection}.${index.field}`) }, 'store indexes created');
         const vacuumed = await vacuumStore(ferretdbPostgresUrl);
         if (vacuumed.length > 0) logger.info({ vacuumed }, 'store tables vacuumed');
         return { created: created.length };

@@ -1,5 +1,4 @@
 import { Schema, model } from 'mongoose';
-import { indexTogether } from '../../clients/mongo.js';
 import { logLevels } from '../../telemetry/records.js';
 import { rollupSchema } from '../../telemetry/rollups.js';
 import { attributePairsField } from '../../telemetry/storage.js';
@@ -31,9 +30,6 @@ const logSchema = new Schema({
 // log search: a minute of a project's (or an organisation's) logs, narrowed by a word of the query
 // (multikey: every word must be among a log's tokens), a service, a level or a trace.
 logSchema.index({ projectId: 1, minute: 1, tokens: 1 });
-// on FerretDB's PostgreSQL, a word's index alone had each minute's lookup read every log in the store that
-// holds the word (the planner trusts a word to be rare); indexed with the minute, it reads that minute's.
-indexTogether(logSchema, ['tokens', 'minute']);
 logSchema.index({ orgId: 1, minute: 1, service: 1, level: 1 });
 // the log stream, newest first, keyset-paged.
 logSchema.index({ projectId: 1, time: -1, _id: -1 });
