@@ -611,7 +611,8 @@ export async function listTraces(scope: ViewScope, query: TraceQuery): Promise<{
   };
   // the window an hour at a time, newest first, each hour's busy minutes found only when it is reached
   const busy = await busyHours(scope, new Date(firstMinute * MINUTE_MS), new Date((lastMinute + 1) * MINUTE_MS));
-  // unfiltered, a unit yields about as many traces as its requests: a round of busy ticks stops at the one that should fill the page
+  // unfiltered, a unit yields about as many traces as its requests (fewer where a trace served requests in
+  // several services, which only ends a round early): a round of busy ticks stops at the one that should fill the page
   const unfiltered = criteria.tokens.length === 0 && query.min_duration_ms === undefined;
   const rounds: MinuteRounds<ReadUnit> = { width: 1, ...(unfiltered && { wanted: () => query.limit + 1 - found.length, expected: (unit) => unit.requests }) };
   for (const hour of hoursDown(new Date(firstMinute * MINUTE_MS), new Date((lastMinute + 1) * MINUTE_MS))) {
