@@ -1,14 +1,14 @@
 /**
  * Metric names and series over OTLP/JSON metrics with controlled timestamps: a cumulative counter
- * (stored as deltas), a gauge and a cumulative explicit-bounds histogram. The series is read from
- * per-minute rollups, and from the points of minutes a step boundary cuts and of hours stored before
- * rollups were kept; either way it answers what the points say.
+ * (stored as deltas), a gauge and a cumulative explicit-bounds histogram. The series is read from its
+ * hours' documents, from the points of minutes a step boundary cuts, and, for hours a previous version
+ * stored, from its per-minute rollups or its points; either way it answers what the points say.
  */
 import { Types } from 'mongoose';
-import { MetricPoint, MetricRollup } from '../../src/shared/features/metrics/model.js';
+import { MetricHour, MetricPoint, MetricRollup } from '../../src/shared/features/metrics/model.js';
 import { ingestMetricPoints } from '../../src/shared/features/metrics/service.js';
 import type { MetricPoint as MetricPointRecord } from '../../src/shared/telemetry/records.js';
-import { RolledUpHours } from '../../src/shared/telemetry/rolled-up-hours.js';
+import { markHours, RolledUpHours } from '../../src/shared/telemetry/rolled-up-hours.js';
 import { signUp, type Account } from '../support/factories/accounts.js';
 import { nanos, projectWithDsn, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { type Harness, useHarness } from '../support/harness.js';
@@ -207,10 +207,15 @@ describe('GET /v1/metrics/series over rollups', () => {
     ]);
     const count = await owner.client.get(`/v1/metrics/series?project=${other.id}&from=${t0}&to=${t0 + 3_600_000}&name=jobs.done&step=3600&aggregation=count`);
     expect(count.body.points).toEqual([{ t: new Date(t0).toISOString(), value: 3 }]);
-    const rollups = await MetricRollup.find({ projectId: new Types.ObjectId(other.id) }).sort({ at: 1 }).lean();
-    expect(rollups.map((rollup) => [(rollup.at as Date).getTime() - t0, rollup.points, rollup.valueSum])).toEqual([
-      [0, 2, 10],
-      [60_000, 1, 1],
+    const hours = await MetricHour.find({ projectId: new Types.ObjectId(other.id) }).lean();
+    expect(hours.map((hour) => [(hour.at as Date).getTime() - t0, hour.minutes])).toEqual([
+      [
+        0,
+        {
+          0: { points: 2, values: 2, valueSum: 10, valueMin: 4, valueMax: 6, earliestMs: t0 + 10_000, latestMs: t0 + 20_000 },
+          1: { points: 1, values: 1, valueSum: 1, valueMin: 1, valueMax: 1, earliestMs: t0 + 70_000, latestMs: t0 + 70_000 },
+        },
+      ],
     ]);
   });
 
@@ -228,11 +233,11 @@ describe('GET /v1/metrics/series over rollups', () => {
       return answer.body.points?.map((p: { t: string; value: number }) => [new Date(p.t).getTime() - before, p.value]);
     };
     await eventually(async () => ((await series(3600))?.length === 2 ? true : undefined), 'points stored');
-    // as a previous version left it: the first hour's points without rollups (nor minutes), and rollups kept from its end on
+    // as a version before rollups left it: the first hour's points without rollups (nor minutes), and the hours kept from its end on
     const hour = Math.floor(before / 3_600_000);
-    await MetricRollup.deleteMany({ orgId, hour });
+    await MetricHour.deleteMany({ orgId, hour });
     await MetricPoint.updateMany({ orgId, hour }, { $unset: { minute: 1 } });
-    await RolledUpHours.updateOne({ orgId, rollup: MetricRollup.collection.collectionName, since: { $exists: true } }, { $set: { since: new Date(t0 - 1) } });
+    await RolledUpHours.updateOne({ orgId, rollup: MetricHour.collection.collectionName, since: { $exists: true } }, { $set: { since: new Date(t0 - 1) } });
     expect(await series(3600)).toEqual([
       [0, 2],
       [3_600_000, 10],
@@ -240,6 +245,57 @@ describe('GET /v1/metrics/series over rollups', () => {
     expect(await series(1800)).toEqual([
       [0, 1],
       [1_800_000, 3],
+      [3_600_000, 10],
+    ]);
+  });
+
+  test('hours a previous version rolled up by the minute are read from those rollups, a minute rolled up on both sides of the upgrade from both', async () => {
+    const upgraded = await signUp(h, 'minutes');
+    const legacy = await projectWithDsn(upgraded, h.ingest.baseUrl);
+    const orgId = new Types.ObjectId(upgraded.organization.id);
+    const projectId = new Types.ObjectId(legacy.id);
+    const before = t0 - 3_600_000;
+    const hour = Math.floor(before / 3_600_000);
+    const gauge = (timeMs: number, value: number): MetricPointRecord => ({ name: 'pool.used', type: 'gauge', timeMs, value, attributes: {}, service: 'api', source: 'otlp' });
+    await ingestMetricPoints([gauge(before + 10 * 60_000, 1), gauge(before + 40 * 60_000, 3), gauge(before + 40 * 60_000 + 20_000, 5), gauge(t0 + 5 * 60_000, 10)].map((record) => ({ orgId: upgraded.organization.id, projectId: legacy.id, record })));
+    // as the previous version left it, upgraded 10 s into minute 40 of the first hour: minutes 10 and 40 (its first
+    // point) rolled up by the minute, from the epoch on; the hours' documents kept from then on
+    const minuteRollup = (atMs: number, value: number) => ({
+      _id: new Types.ObjectId(),
+      orgId,
+      projectId,
+      at: new Date(atMs),
+      hour,
+      name: 'pool.used',
+      type: 'gauge',
+      service: 'api',
+      attributes: [],
+      explicitBounds: null,
+      points: 1,
+      values: 1,
+      valueSum: value,
+      valueMin: value,
+      valueMax: value,
+      earliestMs: atMs,
+      latestMs: atMs,
+    });
+    await markHours(MetricRollup.collection, [{ orgId, hour }]);
+    await MetricRollup.collection.insertMany([minuteRollup(before + 10 * 60_000, 1), minuteRollup(before + 40 * 60_000, 3)]);
+    await MetricHour.updateOne({ projectId, hour }, { $unset: { 'minutes.10': 1 }, $set: { 'minutes.40': { points: 1, values: 1, valueSum: 5, valueMin: 5, valueMax: 5, earliestMs: before + 40 * 60_000 + 20_000, latestMs: before + 40 * 60_000 + 20_000 } } });
+    await RolledUpHours.updateOne({ orgId, rollup: MetricHour.collection.collectionName, since: { $exists: true } }, { $set: { since: new Date(before + 40 * 60_000 + 10_000) } });
+    // the rollups answer for their minutes: the points they counted can be gone
+    await MetricPoint.deleteMany({ projectId, time: { $lt: new Date(before + 40 * 60_000 + 10_000) } });
+    const series = async (step: number, aggregation: string) => {
+      const answer = await upgraded.client.get(`/v1/metrics/series?project=${legacy.id}&from=${before}&to=${t0 + 3_600_000}&name=pool.used&step=${step}&aggregation=${aggregation}`);
+      return answer.body.points?.map((p: { t: string; value: number }) => [new Date(p.t).getTime() - before, p.value]);
+    };
+    expect(await series(3600, 'sum')).toEqual([
+      [0, 9],
+      [3_600_000, 10],
+    ]);
+    expect(await series(1800, 'max')).toEqual([
+      [0, 1],
+      [1_800_000, 5],
       [3_600_000, 10],
     ]);
   });

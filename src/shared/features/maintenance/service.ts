@@ -8,7 +8,7 @@ import { Organization, Session } from '../accounts/model.js';
 import { Feedback } from '../feedback/model.js';
 import { ErrorEvent, HOUR_MS, hourOfKey, Issue, IssueUser, type IssueDoc } from '../issues/model.js';
 import { Log, LogPattern, LogRollup, LogRollupHourly } from '../logs/model.js';
-import { MetricName, MetricPoint, MetricRollup, MetricSeries } from '../metrics/model.js';
+import { MetricHour, MetricName, MetricPoint, MetricRollup, MetricSeries } from '../metrics/model.js';
 import { ReleaseHealth, ReleaseRollup, ReleaseSummary } from '../releases/model.js';
 import { Replay, ReplaySegment } from '../replays/model.js';
 import { SpanRollup, SpanRollupHourly } from '../services/model.js';
@@ -52,6 +52,8 @@ const expiring: [name: string, collection: mongo.Collection, timeField: string][
   ['logRollupsHourly', LogRollupHourly.collection, 'at'],
   ['metricPoints', MetricPoint.collection, 'time'],
   ['metricRollups', MetricRollup.collection, 'at'],
+  // as the spans' hourly rollups: an hour of a series goes with its first minute
+  ['metricHours', MetricHour.collection, 'at'],
   // A series quiet for longer than retention starts over: its next cumulative point counts in full.
   ['metricSeries', MetricSeries.collection, 'lastAt'],
   ['metricNames', MetricName.collection, 'lastSeenAt'],

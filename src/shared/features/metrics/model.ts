@@ -89,7 +89,8 @@ metricNameSchema.index({ orgId: 1, lastSeenAt: 1 });
 
 /**
  * One minute of one series of a metric (project, name, type, service, attributes and, for explicit-bounds
- * histograms, the bucket layout), as its points add up: what the series view reads instead of the points.
+ * histograms, the bucket layout), as its points add up: what the series view read instead of the points
+ * until MetricHour took over (metric-hour documents are written since; these are read for the hours before).
  * Gauges and sums count their values (`values`, `valueSum`, `valueMin`, `valueMax`); histograms and
  * summaries their `count`, `sum`, `min`, `max` and, per bucket index, `buckets` (cumulative points as the
  * deltas they are stored as). `points` counts every point, with or without a value.
@@ -122,8 +123,26 @@ const metricRollupSchema = rollupSchema({
 // a metric's rollups in a window, of an organisation (and filtered to its projects), an hour at a time.
 metricRollupSchema.index({ orgId: 1, name: 1, hour: 1 });
 
+/**
+ * One hour of one series (the same key as a MetricRollup's), its minutes in `minutes` by their minute of
+ * the hour ("0" to "59"), each holding what a MetricRollup holds for its minute. The series view reads a
+ * document per series and hour, not one per series and minute: a steady series over a day is 24 reads'
+ * worth of documents, not 1,440. `at` is the hour's start.
+ */
+const metricHourSchema = rollupSchema({
+  name: { type: String, required: true },
+  type: { type: String, enum: metricTypes, required: true },
+  service: { type: String, required: true },
+  attributes: attributePairsField,
+  explicitBounds: { type: [Number], default: null },
+  minutes: { type: Schema.Types.Mixed, default: undefined },
+});
+// a metric's hours in a window, of an organisation (and filtered to its projects), an hour at a time.
+metricHourSchema.index({ orgId: 1, name: 1, hour: 1 });
+
 export const MetricPoint = model('MetricPoint', metricPointSchema, 'metric_points');
 export const MetricSeries = model('MetricSeries', metricSeriesSchema, 'metric_series');
 export const MetricName = model('MetricName', metricNameSchema, 'metric_names');
 export const MetricRollup = model('MetricRollup', metricRollupSchema, 'metric_rollups');
+export const MetricHour = model('MetricHour', metricHourSchema, 'metric_hours');
 

@@ -10,7 +10,7 @@ import { RollupBatch } from '../../telemetry/rollups.js';
 import { attributePairs, contentId, hasAttributes, inParallel, insertNew, inTurns, updateEach, upsertAll, type AttributePair } from '../../telemetry/storage.js';
 import { epochMinuteOf, HOUR_MS, hourOf, MINUTE_MS, minuteOf } from '../../telemetry/time-buckets.js';
 import { hoursDown, readHours, readOnce, scopeFilter, stepMsOf, stepStartOf, type ViewScope } from '../../views.js';
-import { MetricName, MetricPoint, MetricRollup, MetricSeries } from './model.js';
+import { MetricHour, MetricName, MetricPoint, MetricRollup, MetricSeries } from './model.js';
 import type { metricAggregations, metricNameJson, metricNamesQuery, metricSeriesJson, metricSeriesQuery } from './schemas.js';
 
 function pointDoc({ orgId, projectId, record }: Stamped<MetricPointRecord>) {
@@ -202,20 +202,30 @@ function rollupTotals(point: PointDoc): { counts: Record<string, number>; min: R
   return { counts: { points: 1, values: 1, valueSum: point.value }, min: { valueMin: point.value }, max: { valueMax: point.value } };
 }
 
-/** Per-minute rollups of newly stored points, one document per series, type and bucket layout. */
-function rollupCounts(points: PointDoc[]): RollupBatch {
-  const batch = new RollupBatch('metric-rollup');
+/** `totals` with each path under the minute of the hour `minute` in a metric-hour document. */
+function inMinute(minute: number, totals: Record<string, number>): Record<string, number> {
+  return Object.fromEntries(Object.entries(totals).map(([path, value]) => [`minutes.${minute}.${path}`, value]));
+}
+
+/** What newly stored points add to their series' hours (MetricHour): one document per series, type, bucket layout and hour. */
+function hourCounts(points: PointDoc[]): RollupBatch {
+  const batch = new RollupBatch('metric-hour');
   for (const point of points) {
     const { counts, min, max } = rollupTotals(point);
     const key = { name: point.name, type: point.type, service: point.service, attributes: point.attributes, explicitBounds: layoutOf(point) };
     const atMs = point.time.getTime();
-    batch.add({ orgId: point.orgId, projectId: point.projectId, atMs }, key, counts, { min: { ...min, earliestMs: atMs }, max: { ...max, latestMs: atMs } });
+    const hourMs = hourOf(atMs) * HOUR_MS;
+    const minute = Math.floor((atMs - hourMs) / MINUTE_MS);
+    batch.add({ orgId: point.orgId, projectId: point.projectId, atMs: hourMs }, key, inMinute(minute, counts), {
+      min: inMinute(minute, { ...min, earliestMs: atMs }),
+      max: inMinute(minute, { ...max, latestMs: atMs }),
+    });
   }
   return batch;
 }
 
 /**
- * Stores metric points (cumulative counters as deltas), counts them into the per-minute rollups and
+ * Stores metric points (cumulative counters as deltas), counts them into their series' hours (MetricHour) and
  * registers their names. A point's `_id` is derived from its series and time, so a replayed batch
  * inserts nothing new, and only newly inserted points are counted. Points are stored before the series
  * state moves on, so a crash in between is redone identically on retry.
@@ -223,9 +233,9 @@ function rollupCounts(points: PointDoc[]): RollupBatch {
 export async function ingestMetricPoints(items: Stamped<MetricPointRecord>[]): Promise<void> {
   const docs = items.map(pointDoc);
   const nanos = new Map(docs.map((doc, index) => [doc, nanosOf(items[index]!.record)]));
-  // the rollups' hours are marked before any point is stored: an organisation whose points were stored
-  // before rollups were kept gets its `since` from now on (rolled-up-hours.ts), a new one from the epoch
-  await markHours(MetricRollup.collection, docs, MetricPoint.collection);
+  // the hours are marked before any point is stored: an organisation whose points were stored before
+  // metric hours were kept gets its `since` from now on (rolled-up-hours.ts), a new one from the epoch
+  await markHours(MetricHour.collection, docs, MetricPoint.collection);
   let inserted: PointDoc[] = [];
   // a batch converts its series in their turns: two batches of one series at once would both take
   // their delta from the same previous point
@@ -235,7 +245,7 @@ export async function ingestMetricPoints(items: Stamped<MetricPointRecord>[]): P
     inserted = await insertNew(MetricPoint.collection, points);
     await saveSeries(advances);
   });
-  await rollupCounts(inserted).write(MetricRollup.collection);
+  await hourCounts(inserted).write(MetricHour.collection);
   await upsertAll(
     MetricName.collection,
     nameSightings(docs).map((sighting) => ({
@@ -381,27 +391,49 @@ const defaultAggregation = (type: string) => (type === 'gauge' ? 'avg' : isDistr
 
 type StoredPoint = PointDoc & { _id: Types.ObjectId };
 
-interface StoredRollup {
-  at: Date;
+/** A minute of a series as a rollup holds it: a MetricRollup, or one minute of a MetricHour. */
+interface MinuteCounts {
   earliestMs?: number | null;
   latestMs?: number | null;
-  type: string;
-  attributes: AttributePair[];
-  explicitBounds: number[] | null;
   buckets?: Record<string, number>;
   [total: string]: unknown;
 }
 
-/** What the series reads of a rollup. */
+/** What a minute's entry carries besides its counts: its series' type and layout, and its attributes. */
+interface SeriesMinute {
+  atMs: number;
+  type: string;
+  attributes: AttributePair[];
+  explicitBounds: number[] | null;
+  counts: MinuteCounts;
+}
+
+type StoredRollup = MinuteCounts & { at: Date; type: string; attributes: AttributePair[]; explicitBounds: number[] | null };
+type StoredHour = { at: Date; type: string; attributes: AttributePair[]; explicitBounds: number[] | null; minutes?: Record<string, MinuteCounts> };
+
+/** What the series reads of a rollup, and of an hour. */
 const ROLLUP_FIELDS = { _id: 0, at: 1, earliestMs: 1, latestMs: 1, type: 1, attributes: 1, explicitBounds: 1, points: 1, values: 1, valueSum: 1, valueMin: 1, valueMax: 1, count: 1, sum: 1, min: 1, max: 1, buckets: 1 };
+const HOUR_FIELDS = { _id: 0, at: 1, type: 1, attributes: 1, explicitBounds: 1, minutes: 1 };
 const ROLLUP_TOTALS = ['points', 'values', 'valueSum', 'valueMin', 'valueMax', 'count', 'sum', 'min', 'max'];
 
-/** A rollup's counters by their `$inc` paths, as rollupTotals gives a point's. */
-function totalsOfRollup(rollup: StoredRollup): MinuteTotals {
+/** A minute's counters by their `$inc` paths, as rollupTotals gives a point's. */
+function totalsOf(counts: MinuteCounts): MinuteTotals {
   const totals: MinuteTotals = {};
-  for (const field of ROLLUP_TOTALS) if (typeof rollup[field] === 'number') totals[field] = rollup[field];
-  for (const [index, count] of Object.entries(rollup.buckets ?? {})) totals[`buckets.${index}`] = count;
+  for (const field of ROLLUP_TOTALS) if (typeof counts[field] === 'number') totals[field] = counts[field];
+  for (const [index, count] of Object.entries(counts.buckets ?? {})) totals[`buckets.${index}`] = count;
   return totals;
+}
+
+/** The minutes in [fromMs, toMs) of stored rollups and hours, one entry per series and minute of each. */
+function minutesOf(rollups: StoredRollup[], hours: StoredHour[], fromMs: number, toMs: number): SeriesMinute[] {
+  const minutes: SeriesMinute[] = rollups.map((rollup) => ({ atMs: rollup.at.getTime(), type: rollup.type, attributes: rollup.attributes, explicitBounds: rollup.explicitBounds ?? null, counts: rollup }));
+  for (const hour of hours) {
+    for (const [minute, counts] of Object.entries(hour.minutes ?? {})) {
+      const atMs = hour.at.getTime() + Number(minute) * MINUTE_MS;
+      if (atMs >= fromMs && atMs < toMs) minutes.push({ atMs, type: hour.type, attributes: hour.attributes, explicitBounds: hour.explicitBounds ?? null, counts });
+    }
+  }
+  return minutes;
 }
 
 /** Minutes of points read at once. */
@@ -441,12 +473,13 @@ async function pointsOfMinutes(filter: Record<string, unknown>, minutes: number[
 
 /**
  * Points of a named metric, every series matching the filters combined, one per step. Read from the
- * per-minute rollups an hour at a time (by equality on the name and the hour), so its cost follows the
- * window's minutes and series, not its points. A minute that a step's start or the window's edge cuts is
- * read from its points unless they all fall on one side of the cut; so is an hour that many such minutes
- * fall in, and every hour up to the one in which the organisation's rollups began (its points were stored
- * before). Cumulative counters were stored as deltas, so `sum` is the increase over a step and `rate`
- * that increase per second.
+ * series' hours (MetricHour, one document per series and hour holding its minutes) an hour at a time, by
+ * equality on the name and the hour, so its cost follows the window's hours and series, not its points.
+ * A minute that a step's start or the window's edge cuts is read from its points unless they all fall on
+ * one side of the cut; so is an hour that many such minutes fall in. Hours before the organisation's
+ * metric hours began are read from the per-minute rollups written then, and hours before those began
+ * from their points. Cumulative counters were stored as deltas, so `sum` is the increase over a step and
+ * `rate` that increase per second.
  */
 export async function metricSeries(scope: ViewScope, query: z.output<typeof metricSeriesQuery>): Promise<z.infer<typeof metricSeriesJson>> {
   const stepMs = stepMsOf(scope, query.step);
@@ -467,22 +500,28 @@ export async function metricSeries(scope: ViewScope, query: z.output<typeof metr
     add(point.time.getTime(), { atMs: point.time.getTime(), type: point.type, explicitBounds: layoutOf(point) }, { ...counts, ...min, ...max });
   };
 
-  const lastUnrolled = await lastUnmarkedHour(MetricRollup.collection, scope.orgId);
-  const fromPoints = (hour: number) => hour <= lastUnrolled || cutMinutesOf(hour, from, to, stepMs) > MAX_CUT_MINUTES;
+  // hours up to the organisation's first metric hour may hold rollups per minute (written before), and
+  // hours up to its first rollups only points; a point is counted in one of them, so both are read
+  const [lastUnrolled, lastBeforeHours] = await Promise.all([lastUnmarkedHour(MetricRollup.collection, scope.orgId), lastUnmarkedHour(MetricHour.collection, scope.orgId)]);
+  const fromPoints = (hour: number) => hour <= Math.min(lastUnrolled, lastBeforeHours) || cutMinutesOf(hour, from, to, stepMs) > MAX_CUT_MINUTES;
   const hours = hoursDown(scope.from, scope.to);
-  const [points, rollups] = await Promise.all([
+  const counted = hours.filter((hour) => !fromPoints(hour));
+  const [points, rollups, hourly] = await Promise.all([
     readHours<StoredPoint>(MetricPoint.collection, hours.filter(fromPoints), scope.from, scope.to, filter, (point) => point.time),
-    readHours<StoredRollup>(MetricRollup.collection, hours.filter((hour) => !fromPoints(hour)), new Date(minuteOf(from)), scope.to, filter, (rollup) => rollup.at, ROLLUP_FIELDS),
+    readHours<StoredRollup>(MetricRollup.collection, counted.filter((hour) => hour <= lastBeforeHours), new Date(minuteOf(from)), scope.to, filter, (rollup) => rollup.at, ROLLUP_FIELDS),
+    readHours<StoredHour>(MetricHour.collection, counted, new Date(hourOf(from) * HOUR_MS), scope.to, filter, (hour) => hour.at, HOUR_FIELDS),
   ]);
+  const minutes = minutesOf(rollups, hourly, minuteOf(from), to).filter((minute) => hasAttributes(minute.attributes, query.attribute));
+  // a minute is read from its points when a step's start or the window's edge falls among them (in
+  // any of its entries: a minute written on both sides of the upgrade has one in each collection)
   const cutMinutes = new Set<number>();
-  for (const rollup of rollups) {
-    if (!hasAttributes(rollup.attributes, query.attribute)) continue;
-    const atMs = rollup.at.getTime();
+  for (const minute of minutes) {
     // the span of its points, where the rollup keeps it (a window ending now cuts the minute it ends in, before any point)
-    const [earliest, latest] = [rollup.earliestMs ?? atMs, rollup.latestMs ?? atMs + MINUTE_MS - 1];
-    const whole = earliest >= from && latest < to && stepOf(earliest) === stepOf(latest);
-    if (whole) add(earliest, { atMs, type: rollup.type, explicitBounds: rollup.explicitBounds ?? null }, totalsOfRollup(rollup));
-    else cutMinutes.add(atMs);
+    const [earliest, latest] = [minute.counts.earliestMs ?? minute.atMs, minute.counts.latestMs ?? minute.atMs + MINUTE_MS - 1];
+    if (earliest < from || latest >= to || stepOf(earliest) !== stepOf(latest)) cutMinutes.add(minute.atMs);
+  }
+  for (const minute of minutes) {
+    if (!cutMinutes.has(minute.atMs)) add(minute.counts.earliestMs ?? minute.atMs, minute, totalsOf(minute.counts));
   }
   for (const point of points) if (hasAttributes(point.attributes, query.attribute)) addPoint(point);
   for (const point of await pointsOfMinutes(filter, [...cutMinutes])) {
