@@ -30,6 +30,17 @@ export interface BodyHead {
   admit(head: Buffer): Promise<void>;
 }
 
+/**
+ * A compressed body whose `Content-Length` is at most this is read whole and decoded in one call, up to
+ * ONE_CALL_OUTPUT decoded bytes. A zlib stream costs a request's decoding about 70 µs of CPU in its
+ * stream machinery and its hand-offs to the thread pool; one call on the event loop about 10 µs (an
+ * event of 6 KB gzipped to 800 bytes). A body that decodes to more than that (or a bomb) goes on
+ * through the stream, as does a larger or chunked one, and every key-less envelope (its first line is
+ * admitted before the rest is decoded).
+ */
+const ONE_CALL_WIRE = 64 * 1024;
+const ONE_CALL_OUTPUT = 1024 * 1024;
+
 /** An HTTP request as far as reading its body goes (an `IncomingMessage` is one). */
 export type RequestBody = Readable & { headers: IncomingHttpHeaders };
 
@@ -60,7 +71,29 @@ export async function readBody(req: RequestBody, limits: BodyLimits = {}): Promi
     req.resume();
     throw tooLarge(`request body of ${declared} bytes exceeds ${maxWire} bytes`);
   }
+  if ((coding === 'gzip' || coding === 'deflate' || coding === 'br') && !limits.head && declared <= ONE_CALL_WIRE) {
+    return decodeInOneCall(await collect(req, 'identity', maxWire, maxWire, 'request body'), coding, maxDecompressed, 'request body');
+  }
   return collect(req, coding, maxWire, maxDecompressed, 'request body', limits.head);
+}
+
+/** Whether deflate data starts with a zlib header (RFC 1950) rather than raw deflate (RFC 1951): its first two bytes tell. */
+const isZlibWrapped = (data: Buffer) => (data[0]! & 0x0f) === 8 && ((data[0]! << 8) | data[1]!) % 31 === 0;
+
+/** Decodes a small compressed body held in memory (see ONE_CALL_WIRE), as `collect` would. */
+function decodeInOneCall(wire: Buffer, coding: 'gzip' | 'deflate' | 'br', maxBytes: number, what: string): Promise<Buffer> | Buffer {
+  if (coding === 'deflate' && wire.length < 2) throw new AppError('invalid_request', `${what} is too short to be deflate data`);
+  const limit = Math.min(maxBytes, ONE_CALL_OUTPUT);
+  try {
+    const options = { maxOutputLength: limit };
+    if (coding === 'gzip') return zlib.gunzipSync(wire, options);
+    if (coding === 'br') return zlib.brotliDecompressSync(wire, options);
+    return isZlibWrapped(wire) ? zlib.inflateSync(wire, options) : zlib.inflateRawSync(wire, options);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ERR_BUFFER_TOO_LARGE') throw new AppError('invalid_request', `${what} is not valid ${coding} data`, { cause: error });
+    if (limit === maxBytes) throw tooLarge(`decoded ${what} exceeds ${maxBytes} bytes`);
+    return collect(Readable.from([wire]), coding, Infinity, maxBytes, what);
+  }
 }
 
 /**
@@ -73,6 +106,7 @@ export async function inflatePayload(payload: Buffer, maxBytes: number): Promise
     if (payload.length > maxBytes) throw tooLarge(`payload exceeds ${maxBytes} bytes`);
     return payload;
   }
+  if (payload.length <= ONE_CALL_WIRE) return decodeInOneCall(payload, coding, maxBytes, 'payload');
   return collect(Readable.from([payload]), coding, Infinity, maxBytes, 'payload');
 }
 

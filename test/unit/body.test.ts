@@ -101,6 +101,47 @@ describe('readBody decodes Content-Encoding', () => {
   });
 });
 
+describe('a compressed body with a small Content-Length, read whole and decoded in one call', () => {
+  /** As an SDK sends it: with its length, which picks the one call for up to 64 KiB on the wire. */
+  const sized = (body: Buffer, encoding: string, chunkSize?: number) => request(body, { 'content-encoding': encoding, 'content-length': String(body.length) }, chunkSize);
+  const zeros = (bytes: number) => zlib.gzipSync(Buffer.alloc(bytes), { level: 9 });
+
+  test.each([
+    ['gzip', zlib.gzipSync],
+    ['deflate', zlib.deflateSync],
+    ['deflate', zlib.deflateRawSync],
+    ['br', zlib.brotliCompressSync],
+  ])('%s roundtrips', async (encoding, compress) => {
+    const wire = compress(envelope);
+    expect(wire.length).toBeLessThan(64 * 1024);
+    expect((await readBody(sized(wire, encoding, 7))).equals(envelope)).toBe(true);
+  });
+
+  test.each([
+    ['corrupt gzip', 'gzip', Buffer.concat([zlib.gzipSync(envelope).subarray(0, 20), Buffer.alloc(200, 0x55)])],
+    ['truncated gzip', 'gzip', zlib.gzipSync(envelope).subarray(0, -8)],
+    ['garbage labelled deflate', 'deflate', Buffer.from('not deflate at all')],
+    ['a one-byte deflate body', 'deflate', Buffer.from([0x78])],
+    ['corrupt brotli', 'br', Buffer.from('definitely not brotli')],
+  ])('%s is invalid_request', async (_name, encoding, body) => {
+    expect(await rejection(readBody(sized(body, encoding)))).toMatchObject({ code: 'invalid_request', status: 400 });
+  });
+
+  test('decoded bytes over maxDecompressed are payload_too_large, under the one call’s output and past it', async () => {
+    const small = await rejection(readBody(sized(zlib.gzipSync(envelope), 'gzip'), { maxDecompressed: 1000 }));
+    expect(small).toMatchObject({ code: 'payload_too_large', message: 'decoded request body exceeds 1000 bytes' });
+    // 3 MiB of zeros in about 3 KiB: past the one call's 1 MiB, the stream decodes it up to the cap
+    const large = await rejection(readBody(sized(zeros(3 * MiB), 'gzip'), { maxDecompressed: 2 * MiB }));
+    expect(large).toMatchObject({ code: 'payload_too_large', message: `decoded request body exceeds ${2 * MiB} bytes` });
+  });
+
+  test('a body that decodes past the one call’s output is decoded whole within the cap', async () => {
+    const body = await readBody(sized(zeros(3 * MiB), 'gzip'));
+    expect(body.length).toBe(3 * MiB);
+    expect(body.every((byte) => byte === 0)).toBe(true);
+  });
+});
+
 describe('readBody limits', () => {
   test('compressed bytes over maxCompressed are payload_too_large', async () => {
     const gzipped = zlib.gzipSync(envelope);
