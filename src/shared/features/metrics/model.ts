@@ -87,6 +87,16 @@ metricNameSchema.index({ projectId: 1, name: 1 }, { unique: true });
 // retention cleanup of names no longer reported.
 metricNameSchema.index({ orgId: 1, lastSeenAt: 1 });
 
+/** What a series of a metric is, beside its project: the key of its rollups and of its hours. */
+const seriesKeyFields = {
+  name: { type: String, required: true },
+  type: { type: String, enum: metricTypes, required: true },
+  service: { type: String, required: true },
+  attributes: attributePairsField,
+  /** The buckets' upper bounds, for explicit-bounds histograms; null otherwise. */
+  explicitBounds: { type: [Number], default: null },
+};
+
 /**
  * One minute of one series of a metric (project, name, type, service, attributes and, for explicit-bounds
  * histograms, the bucket layout), as its points add up: what the series view read instead of the points
@@ -96,12 +106,7 @@ metricNameSchema.index({ orgId: 1, lastSeenAt: 1 });
  * deltas they are stored as). `points` counts every point, with or without a value.
  */
 const metricRollupSchema = rollupSchema({
-  name: { type: String, required: true },
-  type: { type: String, enum: metricTypes, required: true },
-  service: { type: String, required: true },
-  attributes: attributePairsField,
-  /** The buckets' upper bounds, for explicit-bounds histograms; null otherwise. */
-  explicitBounds: { type: [Number], default: null },
+  ...seriesKeyFields,
   points: { type: Number, default: 0 },
   values: { type: Number, default: 0 },
   valueSum: { type: Number, default: 0 },
@@ -130,11 +135,7 @@ metricRollupSchema.index({ orgId: 1, name: 1, hour: 1 });
  * worth of documents, not 1,440. `at` is the hour's start.
  */
 const metricHourSchema = rollupSchema({
-  name: { type: String, required: true },
-  type: { type: String, enum: metricTypes, required: true },
-  service: { type: String, required: true },
-  attributes: attributePairsField,
-  explicitBounds: { type: [Number], default: null },
+  ...seriesKeyFields,
   minutes: { type: Schema.Types.Mixed, default: undefined },
 });
 // a metric's hours in a window, of an organisation (and filtered to its projects), an hour at a time.
