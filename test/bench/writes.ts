@@ -22,7 +22,7 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import mongoose, { Types } from 'mongoose';
 import { storeErrorBatches } from '../../src/shared/features/issues/store.js';
-import { ingestSpans } from '../../src/shared/features/traces/service.js';
+import { ingestSpans } from '../../src/shared/features/traces/store.js';
 import { writeEndUsers } from '../../src/shared/features/users/service.js';
 import { decodeTraces } from '../../src/shared/telemetry/otlp/decode.js';
 import { inParallel, PARALLEL_WRITES, shareWriteTurns } from '../../src/shared/telemetry/storage.js';

@@ -6,7 +6,7 @@
  */
 import { Types } from 'mongoose';
 import { MetricHour, MetricPoint, MetricRollup } from '../../src/shared/features/metrics/model.js';
-import { ingestMetricPoints } from '../../src/shared/features/metrics/service.js';
+import { ingestMetricPoints } from '../../src/shared/features/metrics/store.js';
 import type { MetricPoint as MetricPointRecord } from '../../src/shared/telemetry/records.js';
 import { markHours, RolledUpHours } from '../../src/shared/telemetry/rolled-up-hours.js';
 import { signUp, type Account } from '../support/factories/accounts.js';

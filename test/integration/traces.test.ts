@@ -3,7 +3,7 @@ import { signUp, type Account } from '../support/factories/accounts.js';
 import { envelope, errorEvent, hex, otlpTraces, projectWithDsn, type OtlpSpan, type ProjectWithDsn } from '../support/factories/telemetry.js';
 import { eventually } from '../support/wait.js';
 import mongoose from 'mongoose';
-import { pageUnpagedSpans } from '../../src/shared/features/traces/service.js';
+import { pageUnpagedSpans } from '../../src/shared/features/traces/store.js';
 
 let h: Harness;
 let owner: Account;

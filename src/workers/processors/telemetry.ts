@@ -5,12 +5,12 @@ import { createSymbolicator } from '../../shared/features/artifacts/symbolicate.
 import { ingestSdkCheckIns } from '../../shared/features/cron/service.js';
 import { ingestFeedback } from '../../shared/features/feedback/service.js';
 import { placeErrorBatches } from '../../shared/features/issues/store.js';
-import { ingestLogs } from '../../shared/features/logs/service.js';
-import { ingestMetricPoints } from '../../shared/features/metrics/service.js';
+import { ingestLogs } from '../../shared/features/logs/store.js';
+import { ingestMetricPoints } from '../../shared/features/metrics/store.js';
 import { scrubFieldsOf } from '../../shared/features/projects/service.js';
 import { ingestSessions } from '../../shared/features/releases/service.js';
 import { ingestReplayEvents, ingestReplayRecordings } from '../../shared/features/replays/service.js';
-import { placeSpans } from '../../shared/features/traces/service.js';
+import { placeSpans } from '../../shared/features/traces/store.js';
 import { countDropped, countUsage } from '../../shared/features/usage/service.js';
 import { telemetryJobRecords, telemetryParts } from '../../shared/queues.js';
 import type { z } from 'zod';

@@ -6,7 +6,7 @@
 import { Schema, model } from 'mongoose';
 import type { SecretBox } from '../../clients/secret-box.js';
 import { sealStoredDestinations } from '../alerts/service.js';
-import { pageUnpagedSpans } from '../traces/service.js';
+import { pageUnpagedSpans } from '../traces/store.js';
 import { sealStoredHeaders } from '../uptime/service.js';
 
 const upgradeSchema = new Schema({ _id: { type: String, required: true }, doneAt: { type: Date, required: true } });
