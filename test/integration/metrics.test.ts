@@ -194,6 +194,15 @@ describe('GET /v1/metrics/series over rollups', () => {
     expect(await sum('edge.across')).toEqual([]);
   });
 
+  test('a minute cut for one series and not another is read from its points once, every series counted once', async () => {
+    const mixed = await projectWithDsn(owner, h.ingest.baseUrl);
+    const gauge = (route: string, seconds: number, value: number): MetricPointRecord => ({ name: 'mixed.depth', type: 'gauge', timeMs: t0 + seconds * 1000, value, attributes: { 'http.route': route }, service: 'api', source: 'otlp' });
+    // a window that ends 40 s into minute 0: /a's points all fall before the end, /b's on both sides of it
+    await ingestMetricPoints([gauge('/a', 10, 1), gauge('/a', 20, 2), gauge('/b', 15, 4), gauge('/b', 50, 8)].map((record) => ({ orgId: owner.organization.id, projectId: mixed.id, record })));
+    const reply = await owner.client.get(`/v1/metrics/series?project=${mixed.id}&from=${t0}&to=${t0 + 40_000}&name=mixed.depth&step=60&aggregation=sum`);
+    expect(reply.body.points).toEqual([{ t: new Date(t0).toISOString(), value: 7 }]);
+  });
+
   test('a batch stored twice (a retried job) counts its points once', async () => {
     const other = await projectWithDsn(owner, h.ingest.baseUrl);
     const point = (timeMs: number, value: number): MetricPointRecord => ({ name: 'jobs.done', type: 'sum', temporality: 'delta', isMonotonic: true, timeMs, value, attributes: { queue: 'mail' }, service: 'worker', source: 'otlp' });
