@@ -9,7 +9,7 @@ import type { MetricPoint as MetricPointRecord, Stamped } from '../../telemetry/
 import { markHours } from '../../telemetry/rolled-up-hours.js';
 import { RollupBatch } from '../../telemetry/rollups.js';
 import { attributePairs, contentId, insertNew, inTurns, updateEach, upsertAll } from '../../telemetry/storage.js';
-import { epochMinuteOf, HOUR_MS, hourOf, MINUTE_MS } from '../../telemetry/time-buckets.js';
+import { epochMinuteOf, HOUR_MS, hourOf } from '../../telemetry/time-buckets.js';
 import { MetricHour, MetricName, MetricPoint, MetricSeries } from './model.js';
 
 function pointDoc({ orgId, projectId, record }: Stamped<MetricPointRecord>) {
@@ -213,9 +213,8 @@ function hourCounts(points: PointDoc[]): RollupBatch {
     const { counts, min, max } = rollupTotals(point);
     const key = { name: point.name, type: point.type, service: point.service, attributes: point.attributes, explicitBounds: layoutOf(point) };
     const atMs = point.time.getTime();
-    const hourMs = hourOf(atMs) * HOUR_MS;
-    const minute = Math.floor((atMs - hourMs) / MINUTE_MS);
-    batch.add({ orgId: point.orgId, projectId: point.projectId, atMs: hourMs }, key, inMinute(minute, counts), {
+    const minute = epochMinuteOf(atMs) % 60;
+    batch.add({ orgId: point.orgId, projectId: point.projectId, atMs: hourOf(atMs) * HOUR_MS }, key, inMinute(minute, counts), {
       min: inMinute(minute, { ...min, earliestMs: atMs }),
       max: inMinute(minute, { ...max, latestMs: atMs }),
     });

@@ -97,7 +97,7 @@ const TICK_MS = MINUTE_MS / TICKS_PER_MINUTE;
 const tickOf = (ms: number) => Math.floor((ms - minuteOf(ms)) / TICK_MS);
 
 /** A trace summary's `_id`: the same project and trace id always address the same document. */
-export const traceKey = (projectId: Types.ObjectId, traceId: string) => contentId('trace', projectId.toHexString(), traceId);
+const traceKey = (projectId: Types.ObjectId, traceId: string) => contentId('trace', projectId.toHexString(), traceId);
 
 /** Spans grouped by the trace summary they count into (project and trace id), in one pass. */
 function byTrace(spans: StoredSpan[]): StoredSpan[][] {
