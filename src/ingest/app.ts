@@ -7,7 +7,7 @@ import type { Config } from '../shared/config.js';
 import { pingMongo } from '../shared/clients/mongo.js';
 import { closeRedis, pingRedis, redisReady } from '../shared/clients/redis.js';
 import { readiness, type OptionalCheck, type ReadinessChecks } from '../shared/http/health.js';
-import { createLimiter } from '../shared/http/rate-limit.js';
+import { createLimiter, createSharedLimiter } from '../shared/http/rate-limit.js';
 import { requestIdFrom } from '../shared/http/request-id.js';
 import type { Logger } from '../shared/logger.js';
 import { TelemetryBatcher } from './batcher.js';
@@ -97,7 +97,7 @@ export async function createIngestApp({ config, logger, redis }: IngestAppOption
   });
   const ctx: IngestContext = {
     dsns: new DsnCache(config.INGEST_DSN_CACHE_MS),
-    limiter: createLimiter(redis, config.REDIS_PREFIX, 'ingest', config.INGEST_RATE_LIMIT_PER_SECOND, 1),
+    limiter: createSharedLimiter(redis, config.REDIS_PREFIX, 'ingest', config.INGEST_RATE_LIMIT_PER_SECOND, 1),
     unauthenticated: createLimiter(redis, config.REDIS_PREFIX, 'ingest-unauthenticated', config.INGEST_UNAUTHENTICATED_PER_MINUTE, 60),
     batcher,
     trustProxyHops: config.TRUST_PROXY_HOPS,

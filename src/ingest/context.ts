@@ -1,6 +1,5 @@
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
 import { AppError } from '../shared/errors.js';
-import { consumeLimit, refundLimit } from '../shared/http/rate-limit.js';
+import { consumeLimit, refundLimit, type Limiter } from '../shared/http/rate-limit.js';
 import type { OtlpExport } from '../shared/queues.js';
 import type { RecordKind, Stamped } from '../shared/telemetry/records.js';
 import type { TelemetryBatcher } from './batcher.js';
@@ -11,9 +10,10 @@ import { sentryKeyFrom } from './sentry/auth.js';
 /** What every ingest route shares: DSN resolution, the per-DSN abuse limit and the batcher. */
 export interface IngestContext {
   dsns: DsnCache;
-  limiter: RateLimiterAbstract;
+  /** Per DSN, counted across ingest processes a share at a time (see SharedLimiter). */
+  limiter: Limiter;
   /** Per client address, for requests without a valid key: a flood of bad keys is refused early. */
-  unauthenticated: RateLimiterAbstract;
+  unauthenticated: Limiter;
   batcher: TelemetryBatcher;
   /** Proxies in front of ingest whose X-Forwarded-For is believed (TRUST_PROXY_HOPS). */
   trustProxyHops: number;
