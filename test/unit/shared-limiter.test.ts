@@ -45,11 +45,24 @@ test('with a share of one point, a limit is counted exactly across processes', a
   expect(counter.asked).toBe(151);
 });
 
-test('near the limit the last points are taken one at a time rather than lost to a share that does not fit', async () => {
+test('near the limit the last points are taken in a share of what is left rather than lost to one that does not fit', async () => {
   const counter = new SharedCounter({ points: 25, duration: 60 });
   const limiter = new SharedLimiter(counter, 10);
-  // two shares, then 5 left: a share of 10 is refused and given back, and the 5 go one by one
+  // two shares of 10, then one of the 5 the second left
   expect((await admittedUntilRefused([limiter], 'dsn')).admitted).toBe(25);
+});
+
+test('a share refused because another process took the rest of the window is given back, and every point is still admitted', async () => {
+  const counter = new SharedCounter({ points: 25, duration: 60 });
+  const [first, second] = [new SharedLimiter(counter, 10), new SharedLimiter(counter, 10)];
+  // each takes a share of 10: 5 of the 25 are left
+  await first.consume('dsn');
+  await second.consume('dsn');
+  // the first uses its share, then asks for 10 more: refused, given back, and the last 5 go in smaller asks
+  const afterFirst = await admittedUntilRefused([first], 'dsn');
+  const afterSecond = await admittedUntilRefused([second], 'dsn');
+  expect(2 + afterFirst.admitted + afterSecond.admitted).toBe(25);
+  expect(afterFirst.admitted).toBe(14);
 });
 
 test('requests arriving together on a key without a share wait for one share rather than each take one', async () => {
