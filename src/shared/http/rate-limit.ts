@@ -40,7 +40,7 @@ const SHARES_KEPT = 10_000;
  * `share` requests of a key rather than per request, the rest counted in this process. A share the
  * window ends before this process has used is lost to that window, so with n processes a key may be
  * refused up to n × (share − 1) points early, never admitted past the limit. Near the limit (less
- * than a share left in the window) every point is taken from the shared counter, one at a time.
+ * than a share left in the window) it asks the shared counter for what is left, down to a point at a time.
  */
 export class SharedLimiter implements Limiter {
   private readonly shares = new Map<string, Share>();
